@@ -1,0 +1,111 @@
+"""The data the layer speaks: assertions in, verdicts out (pydantic v2)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AssertionType(StrEnum):
+    FACT = "fact"
+    ACTION = "action"
+    COMMUNICATION = "communication"
+
+
+class Decision(StrEnum):
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    FALLBACK = "fallback"
+
+
+class OnFail(StrEnum):
+    REJECT = "reject"
+    FALLBACK = "fallback"
+    WARN = "warn"
+
+
+class Stage(StrEnum):
+    """Stages in the order the layer runs them: cheapest first."""
+
+    PRE_CHECK = "pre_check"
+    TOOL_VALIDATION = "tool_validation"
+    BOUNDARY = "boundary"
+    FACT_VERIFICATION = "fact_verification"
+    JUDGE = "judge"
+
+
+STAGE_ORDER: tuple[Stage, ...] = tuple(Stage)
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Evidence(BaseModel):
+    """One thing a tool really returned: a KB document, a commit, an analysis, a URL."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    title: str = ""
+    snippet: str = ""
+    url: str | None = None
+
+
+class Assertion(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    member: str
+    type: AssertionType
+    content: str = ""
+    tool_call: ToolCall | None = None
+    evidence_ids: list[str] = Field(default_factory=list)
+    session: str = "default"
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class CheckResult(BaseModel):
+    stage: Stage
+    code: str
+    passed: bool
+    reason: str = ""
+    detail: dict[str, Any] = Field(default_factory=dict)
+    on_fail: OnFail = OnFail.REJECT
+    recommendation: str | None = None
+    degraded: bool = False
+
+    @property
+    def blocking(self) -> bool:
+        """A failure that changes the decision (warn failures are only logged)."""
+        return not self.passed and self.on_fail is not OnFail.WARN
+
+
+class Fallback(BaseModel):
+    """The safe, degraded alternative offered instead of the original assertion."""
+
+    kind: str
+    content: str | None = None
+    tool_call: ToolCall | None = None
+    note: str = ""
+
+
+class VerificationResult(BaseModel):
+    id: str
+    assertion_id: str | None = None
+    decision: Decision
+    reason: str
+    checks: list[CheckResult]
+    recommendation: str | None = None
+    fallback: Fallback | None = None
+    latency_ms: float = 0.0
+    policy_version: str = ""
+
+    @property
+    def failed_codes(self) -> list[str]:
+        return [c.code for c in self.checks if not c.passed]
