@@ -1,0 +1,519 @@
+"""Git backend for 灵通 (LingFlow): the real operations behind the guarded git tools.
+
+No guard logic lives here: the constraint layer decides whether an operation may run.
+This module is still the last line before the repository, so it refuses unsafe states
+on its own (detached HEAD, mid-merge or mid-rebase, paths escaping the repo, force pushes
+to protected branches) and raises ``BackendError`` with a message naming what was wrong.
+
+Commits are written as objects first and the branch ref is moved last, with a
+compare-and-swap (``git update-ref <ref> <new> <old>``), so a failure or a concurrent
+writer never leaves a half-made commit on the branch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import git
+import structlog
+from git.exc import BadName, GitError, InvalidGitRepositoryError, NoSuchPathError
+from pydantic import BaseModel, Field
+
+from lingyi.errors import BackendError
+from lingyi.models import Evidence
+from lingyi.paths import PathOutsideRoots, resolve_inside
+
+log = structlog.get_logger(__name__)
+
+_VERSION_RE = re.compile(r"v(\d+)\.(\d+)(?:\.(\d+))?")
+_NULL_SHA = "0" * 40
+# A push talks to the network: never let it hang on a credential prompt or forever.
+_PUSH_ENV = {"GIT_TERMINAL_PROMPT": "0"}
+_PUSH_TIMEOUT_S = 120.0
+
+
+# ---------------------------------------------------------------- results
+
+
+class RepoState(BaseModel):
+    """What a repository looks like right now (read-only snapshot)."""
+
+    path: str
+    branch: str | None
+    detached: bool
+    dirty: bool
+    untracked: list[str] = Field(default_factory=list)
+    merging: bool
+    rebasing: bool
+    head_sha: str | None
+
+
+class CommitResult(BaseModel):
+    sha: str
+    short_sha: str
+    branch: str
+    message: str
+    files: list[str] = Field(default_factory=list)
+
+    def to_evidence(self) -> Evidence:
+        title = self.message.strip().splitlines()[0] if self.message.strip() else ""
+        return Evidence(id=self.sha, title=title, snippet=f"{self.branch}: {len(self.files)} files")
+
+
+class BranchResult(BaseModel):
+    name: str
+    sha: str
+
+    def to_evidence(self) -> Evidence:
+        return Evidence(id=f"branch:{self.name}@{self.sha[:12]}", title=f"branch {self.name}")
+
+
+class PushResult(BaseModel):
+    remote: str
+    branch: str
+    sha: str
+    dry_run: bool
+    summary: str
+
+    def to_evidence(self) -> Evidence:
+        kind = "dry-run push" if self.dry_run else "push"
+        return Evidence(
+            id=f"push:{self.remote}/{self.branch}@{self.sha[:12]}",
+            title=f"{kind} {self.branch} to {self.remote}",
+            snippet=self.summary,
+        )
+
+
+class AuditCommit(BaseModel):
+    sha: str
+    author: str
+    date: str
+    subject: str
+
+
+class FileChange(BaseModel):
+    path: str
+    insertions: int
+    deletions: int
+    binary: bool = False
+
+
+class AuditReport(BaseModel):
+    id: str
+    version: str
+    previous: str | None
+    commits: list[AuditCommit]
+    files: list[FileChange]
+    authors: list[str]
+    markdown: str
+
+    def to_evidence(self) -> Evidence:
+        since = self.previous or "the root commit"
+        snippet = f"{len(self.commits)} commits, {len(self.files)} files since {since}"
+        return Evidence(id=self.id, title=f"audit report {self.version}", snippet=snippet)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _git(repo: git.Repo, cmd: str, *args: str, **kwargs: Any) -> str:
+    """Run ``git <cmd> <args>``; a non-zero exit becomes ``BackendError`` with git's words."""
+    status, out, err = getattr(repo.git, cmd)(
+        *args, with_extended_output=True, with_exceptions=False, **kwargs
+    )
+    if status != 0:
+        message = (str(err).strip() or str(out).strip()) or f"exit code {status}"
+        raise BackendError(f"git {cmd.replace('_', '-')} failed: {message}")
+    return str(out)
+
+
+def _root(repo: git.Repo) -> Path:
+    if repo.working_tree_dir is None:
+        raise BackendError(f"{repo.git_dir} is a bare repository")
+    return Path(repo.working_tree_dir).resolve()
+
+
+def _head_sha(repo: git.Repo) -> str | None:
+    # An unborn branch (no commit yet) has a symbolic HEAD that resolves to nothing.
+    return repo.head.commit.hexsha if repo.head.is_valid() else None
+
+
+def _message(c: git.Commit) -> str:
+    text = c.message
+    return text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+
+
+def _subject(c: git.Commit) -> str:
+    return _message(c).split("\n", 1)[0]
+
+
+def _resolve_commit(repo: git.Repo, rev: str) -> git.Commit:
+    try:
+        return repo.commit(rev)
+    except (BadName, ValueError, IndexError) as exc:
+        raise BackendError(f"{rev!r} does not name a commit in {_root(repo)}") from exc
+
+
+# ---------------------------------------------------------------- open / state
+
+
+def _why_not_repo(real: Path) -> str:
+    try:
+        git.Repo(real, search_parent_directories=True)
+    except (InvalidGitRepositoryError, NoSuchPathError):
+        return "not a git repository"
+    return "not the top of a git work tree"
+
+
+def open_repo(path: str | Path, roots: Sequence[Path]) -> git.Repo:
+    """Open the git work tree at ``path``, which must lie inside ``roots`` and be its top."""
+    try:
+        real = resolve_inside(path, roots)
+    except PathOutsideRoots as exc:
+        raise BackendError(f"repository path refused: {exc}") from exc
+    if not real.is_dir():
+        raise BackendError(f"{path}: no such directory ({real})")
+    try:
+        repo = git.Repo(real)
+    except (InvalidGitRepositoryError, NoSuchPathError) as exc:
+        raise BackendError(f"{path}: {_why_not_repo(real)} ({real})") from exc
+    if repo.bare or repo.working_tree_dir is None:
+        raise BackendError(f"{path}: is a bare repository, not a work tree ({real})")
+    if Path(repo.working_tree_dir).resolve() != real:
+        raise BackendError(f"{path}: not the top of a git work tree ({real})")
+    return repo
+
+
+def repo_state(repo: git.Repo) -> RepoState:
+    """Snapshot branch, HEAD and in-progress operations of ``repo``."""
+    git_dir = Path(repo.git_dir)
+    detached = repo.head.is_detached
+    return RepoState(
+        path=str(_root(repo)),
+        branch=None if detached else repo.head.reference.name,
+        detached=detached,
+        dirty=repo.is_dirty(index=True, working_tree=True, untracked_files=False),
+        untracked=list(repo.untracked_files),
+        merging=(git_dir / "MERGE_HEAD").exists(),
+        rebasing=(git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists(),
+        head_sha=_head_sha(repo),
+    )
+
+
+def _refuse_unsafe_state(state: RepoState) -> str:
+    """Return the current branch, or refuse states where a commit would go astray."""
+    # In-progress operations first: a rebase also detaches HEAD, and is the real reason.
+    if state.merging:
+        raise BackendError(f"{state.path}: a merge is in progress; finish or abort it first")
+    if state.rebasing:
+        raise BackendError(f"{state.path}: a rebase is in progress; finish or abort it first")
+    if state.detached or state.branch is None:
+        raise BackendError(f"{state.path}: HEAD is detached; check out a branch first")
+    return state.branch
+
+
+# ---------------------------------------------------------------- commit
+
+
+def _relative_inside(root: Path, path: str) -> str:
+    """Return ``path`` relative to ``root``, refusing anything that leaves the repo."""
+    candidate = root / path  # an absolute ``path`` replaces ``root`` here
+    lexical = Path(os.path.normpath(candidate))
+    if not lexical.is_relative_to(root):
+        raise BackendError(f"path {path!r} is outside the repository {root}")
+    try:
+        # Catches a symlink (file or directory) inside the repo that points out of it.
+        resolve_inside(candidate, [root])
+    except PathOutsideRoots as exc:
+        raise BackendError(f"path {path!r} refused: {exc}") from exc
+    rel = lexical.relative_to(root)
+    if rel.parts and rel.parts[0] == ".git":
+        raise BackendError(f"path {path!r} is inside the .git directory")
+    return rel.as_posix()
+
+
+def _stage(repo: git.Repo, paths: Sequence[str] | None, add_all: bool) -> None:
+    # `git add` (not IndexFile.add) so .gitignore is honoured and deletions are staged.
+    if add_all:
+        _git(repo, "add", "--all")
+    if paths:
+        rel = [_relative_inside(_root(repo), p) for p in paths]
+        _git(repo, "add", "--", *rel)
+
+
+def _has_staged(repo: git.Repo, index: git.IndexFile, head_sha: str | None) -> bool:
+    if head_sha is None:
+        return bool(index.entries)
+    return bool(index.write_tree().binsha != repo.head.commit.tree.binsha)
+
+
+def _changed_files(repo: git.Repo, sha: str) -> list[str]:
+    out = _git(repo, "diff_tree", "--no-commit-id", "--name-only", "-r", "--root", "-z", sha)
+    return [name for name in out.split("\0") if name]
+
+
+def _write_commit(
+    repo: git.Repo, index: git.IndexFile, message: str, head_sha: str | None, actor: git.Actor
+) -> git.Commit:
+    """Write the commit object only; HEAD is not touched here."""
+    parents = [repo.commit(head_sha)] if head_sha else []
+    try:
+        return index.commit(
+            message, parent_commits=parents, head=False, author=actor, committer=actor
+        )
+    except GitError as exc:
+        raise BackendError(f"commit failed before the branch was updated: {exc}") from exc
+
+
+def _move_branch(repo: git.Repo, branch: str, new: str, old: str | None, subject: str) -> None:
+    # Compare-and-swap: refuses if another writer moved the branch since we read it.
+    reflog = f"commit{'' if old else ' (initial)'}: {subject}"
+    _git(repo, "update_ref", "-m", reflog, f"refs/heads/{branch}", new, old or _NULL_SHA)
+
+
+def commit(
+    repo: git.Repo,
+    message: str,
+    *,
+    paths: Sequence[str] | None = None,
+    add_all: bool = False,
+    author_name: str = "LingFlow",
+    author_email: str = "lingflow@council.local",
+) -> CommitResult:
+    """Stage ``paths`` (or everything with ``add_all``) and commit on the current branch."""
+    if not message.strip():
+        raise BackendError("commit message is empty")
+    state = repo_state(repo)
+    branch = _refuse_unsafe_state(state)
+    _stage(repo, paths, add_all)
+    index = repo.index  # a fresh read: `git add` above changed the file on disk
+    if not _has_staged(repo, index, state.head_sha):
+        raise BackendError(f"{state.path}: nothing to commit on {branch}")
+    actor = git.Actor(author_name, author_email)
+    new = _write_commit(repo, index, message, state.head_sha, actor)
+    _move_branch(repo, branch, new.hexsha, state.head_sha, _subject(new))
+    files = _changed_files(repo, new.hexsha)
+    log.info("git.commit", repo=state.path, branch=branch, sha=new.hexsha, files=len(files))
+    return CommitResult(
+        # The message as stored: a commit-msg hook may have rewritten it.
+        sha=new.hexsha,
+        short_sha=new.hexsha[:12],
+        branch=branch,
+        message=_message(new),
+        files=files,
+    )
+
+
+# ---------------------------------------------------------------- branch
+
+
+def _check_branch_name(repo: git.Repo, name: str) -> None:
+    if not name or name.startswith("-"):
+        raise BackendError(f"invalid branch name {name!r}")
+    status, out, _ = repo.git.check_ref_format(
+        "--branch", name, with_extended_output=True, with_exceptions=False
+    )
+    # `--branch` expands `@{-1}` and the like; only a name that is itself valid passes.
+    if status != 0 or str(out).strip() != name:
+        raise BackendError(f"invalid branch name {name!r} (git check-ref-format --branch)")
+
+
+def branch(repo: git.Repo, name: str, *, start_point: str | None = None) -> BranchResult:
+    """Create branch ``name`` at ``start_point`` (default HEAD) without checking it out."""
+    _check_branch_name(repo, name)
+    if name in {h.name for h in repo.heads}:
+        raise BackendError(f"branch {name!r} already exists")
+    if start_point is None and _head_sha(repo) is None:
+        raise BackendError("HEAD has no commit yet; nothing to branch from")
+    target = _resolve_commit(repo, start_point or "HEAD")
+    head = repo.create_head(name, target.hexsha, logmsg=f"branch: Created from {target.hexsha}")
+    log.info("git.branch", repo=str(_root(repo)), name=name, sha=target.hexsha)
+    return BranchResult(name=head.name, sha=target.hexsha)
+
+
+# ---------------------------------------------------------------- push
+
+
+def _push_summary(out: str) -> tuple[bool, str]:
+    """Parse ``git push --porcelain``: (any ref rejected, human summary of ref lines)."""
+    lines = [line.split("\t") for line in out.splitlines() if "\t" in line]
+    rejected = any(parts[0].strip() == "!" for parts in lines)
+    text = "; ".join(f"{parts[1]} {parts[2]}".strip() for parts in lines if len(parts) >= 3)
+    return rejected, text
+
+
+def _refuse_push(
+    repo: git.Repo, remote: str, branch: str, force: bool, protected: Sequence[str]
+) -> None:
+    if remote not in {r.name for r in repo.remotes}:
+        raise BackendError(f"unknown remote {remote!r}")
+    if branch not in {h.name for h in repo.heads}:
+        raise BackendError(f"unknown local branch {branch!r}")
+    if force and branch in set(protected):
+        raise BackendError(f"force push to protected branch {branch!r} is refused")
+
+
+def push(
+    repo: git.Repo,
+    remote: str,
+    branch: str,
+    *,
+    force: bool = False,
+    protected: Sequence[str] = ("main", "master"),
+    dry_run: bool = False,
+) -> PushResult:
+    """Push local ``branch`` to the same name on configured ``remote``."""
+    _refuse_push(repo, remote, branch, force, protected)
+    sha = repo.heads[branch].commit.hexsha
+    flags = ["--porcelain"] + (["--force"] if force else []) + (["--dry-run"] if dry_run else [])
+    refspec = f"refs/heads/{branch}:refs/heads/{branch}"
+    status, out, err = repo.git.push(
+        *flags,
+        "--",
+        remote,
+        refspec,
+        with_extended_output=True,
+        with_exceptions=False,
+        env=_PUSH_ENV,
+        kill_after_timeout=_PUSH_TIMEOUT_S,
+    )
+    rejected, summary = _push_summary(str(out))
+    if status != 0 or rejected:
+        detail = "; ".join(x for x in (summary, str(err).strip()) if x)
+        raise BackendError(f"push of {branch} to {remote} failed: {detail}")
+    log.info("git.push", remote=remote, branch=branch, sha=sha, force=force, dry_run=dry_run)
+    return PushResult(remote=remote, branch=branch, sha=sha, dry_run=dry_run, summary=summary)
+
+
+# ---------------------------------------------------------------- audit report
+
+
+def _version_key(name: str) -> tuple[int, int, int] | None:
+    m = _VERSION_RE.fullmatch(name)
+    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+
+
+def _tag_commits(repo: git.Repo) -> dict[str, git.Commit]:
+    """Version tags that point (possibly through an annotated tag) at a commit."""
+    found: dict[str, git.Commit] = {}
+    for tag in repo.tags:
+        if _version_key(tag.name) is None:
+            continue
+        try:
+            found[tag.name] = tag.commit
+        except ValueError:  # a tag on a tree or blob has no history to report
+            continue
+    return found
+
+
+def _previous_version(version: str, tags: Sequence[str]) -> str | None:
+    # Numeric compare: v0.9 < v0.10, which string order gets wrong.
+    key = _version_key(version)
+    lower = [t for t in tags if (k := _version_key(t)) is not None and key is not None and k < key]
+    return max(lower, key=lambda t: _version_key(t) or (0, 0, 0)) if lower else None
+
+
+def _file_changes(repo: git.Repo, base: str | None, sha: str) -> list[FileChange]:
+    # Net change over the range; from the empty tree when there is no earlier version.
+    start = base or _git(repo, "hash_object", "-t", "tree", "--stdin").strip()
+    out = _git(repo, "diff_tree", "-r", "--numstat", "-z", "--no-renames", start, sha)
+    changes = []
+    for record in filter(None, out.split("\0")):
+        added, deleted, path = record.split("\t", 2)
+        binary = added == "-"
+        changes.append(
+            FileChange(
+                path=path,
+                insertions=0 if binary else int(added),
+                deletions=0 if binary else int(deleted),
+                binary=binary,
+            )
+        )
+    return changes
+
+
+def _audit_commits(repo: git.Repo, base: str | None, sha: str) -> list[AuditCommit]:
+    rev = f"{base}..{sha}" if base else sha
+    return [
+        AuditCommit(
+            sha=c.hexsha,
+            author=str(c.author.name),
+            date=c.authored_datetime.isoformat(),
+            subject=_subject(c),
+        )
+        for c in repo.iter_commits(rev)
+    ]
+
+
+def _authors(commits: Sequence[AuditCommit]) -> list[str]:
+    counts: dict[str, int] = {}
+    for c in commits:
+        counts[c.author] = counts.get(c.author, 0) + 1
+    return sorted(counts, key=lambda a: (-counts[a], a))
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(report: AuditReport, tag_sha: str) -> str:
+    since = f"{report.previous}..{report.version}" if report.previous else f"root..{report.version}"
+    plus = sum(f.insertions for f in report.files)
+    minus = sum(f.deletions for f in report.files)
+    lines = [
+        f"# Audit report {report.version}",
+        "",
+        f"- range: `{since}` (tag commit `{tag_sha[:12]}`)",
+        f"- {len(report.commits)} commits, {len(report.files)} files (+{plus} / -{minus})",
+        f"- authors: {', '.join(report.authors)}",
+        "",
+        "## Commits",
+        "",
+        "| sha | date | author | subject |",
+        "|---|---|---|---|",
+        *(
+            f"| `{c.sha[:12]}` | {c.date} | {_cell(c.author)} | {_cell(c.subject)} |"
+            for c in report.commits
+        ),
+        "",
+        "## Files",
+        "",
+        "| file | + | - |",
+        "|---|---|---|",
+        *(
+            f"| `{_cell(f.path)}` | {'bin' if f.binary else f.insertions} | {f.deletions} |"
+            for f in report.files
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def audit_report(repo: git.Repo, version: str) -> AuditReport:
+    """Report the real history between the previous version tag and ``version``."""
+    if _version_key(version) is None:
+        raise BackendError(f"version {version!r} must look like v1.2 or v1.2.3")
+    tags = _tag_commits(repo)
+    if version not in tags:
+        raise BackendError(f"tag {version!r} does not exist (or does not point at a commit)")
+    sha = tags[version].hexsha
+    previous = _previous_version(version, list(tags))
+    base = tags[previous].hexsha if previous else None
+    commits = _audit_commits(repo, base, sha)
+    if not commits:
+        raise BackendError(f"no changes between {previous} and {version}")
+    report = AuditReport(
+        id=f"audit:{version}:{sha[:12]}",
+        version=version,
+        previous=previous,
+        commits=commits,
+        files=_file_changes(repo, base, sha),
+        authors=_authors(commits),
+        markdown="",
+    )
+    report.markdown = _markdown(report, sha)
+    log.info("git.audit_report", version=version, previous=previous, commits=len(commits))
+    return report

@@ -1,0 +1,112 @@
+"""Text helpers shared by checks: language, terms, versions, statuses, concepts.
+
+Chinese has no spaces, so "terms" of Chinese text are character bigrams; English terms
+are lowercased words. A small bilingual concept table lets 数据集 match "dataset", so a
+claim in Chinese can be checked against a message written in English.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
+_VERSION = re.compile(
+    r"(?<![A-Za-z0-9.])[vV](\d+(?:\.\d+){0,2})(?![\d.]*\d)|(?<![\d.])(\d+\.\d+\.\d+)(?![\d.])"
+)
+
+EN_STOP = frozenset(
+    ["the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "is", "are", "was", "were", "be", "been", "has", "have", "had", "that", "this", "it", "its", "with", "by", "from", "as", "me", "us", "we", "i", "you", "he", "she", "they", "them", "my", "our", "your", "his", "her", "their", "told", "said", "says", "about", "there", "than", "then", "so", "just", "also", "very"]
+)
+ZH_STOP_CHARS = frozenset("的了是在有和与及或也都就还又而中对于把被说我你他她它们这那个一些")
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+def lang_of(text: str) -> str:
+    """'zh' when the text has any CJK character, else 'en'."""
+    return "zh" if has_cjk(text) else "en"
+
+
+def bigrams(text: str) -> set[str]:
+    """CJK character bigrams that are not made only of function characters."""
+    out: set[str] = set()
+    for run in _CJK_RUN.findall(text):
+        grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+        out.update(g for g in grams if not all(c in ZH_STOP_CHARS for c in g))
+    return out
+
+
+def words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text) if w.lower() not in EN_STOP and len(w) > 2}
+
+
+def terms(text: str) -> set[str]:
+    """Bigrams, English words and concept ids: what two texts can share."""
+    return bigrams(text) | words(text) | {f"@{c}" for c in concepts(text)}
+
+
+def versions(text: str) -> set[str]:
+    """Version numbers, normalised without the leading v: 'v0.16' -> '0.16'."""
+    return {a or b for a, b in _VERSION.findall(text)}
+
+
+# One row per concept: its Chinese and English surface forms (English as stems).
+_CONCEPTS: dict[str, tuple[str, ...]] = {
+    "audit": ("审计", "audit"),
+    "release": ("发布", "发版", "release", "ship"),
+    "deploy": ("上线", "部署", "deploy", "launch", "go live", "went live"),
+    "dataset": ("数据集", "dataset", "data set"),
+    "label": ("标注", "label", "annotat"),
+    "report": ("报告", "report"),
+    "kb": ("知识库", "knowledge base"),
+    "rebuild": ("重建", "重新构建", "rebuil", "reindex"),
+    "train": ("训练", "train"),
+    "test": ("测试", "test"),
+    "review": ("评审", "审查", "审核", "review"),
+    "security": ("安全", "security"),
+    "merge": ("合并", "merge"),
+    "fix": ("修复", "fix", "bug"),
+    "model": ("模型", "model"),
+    "accuracy": ("准确率", "精度", "accuracy"),
+    "experiment": ("实验", "experiment", "a/b"),
+    "commit": ("提交", "commit"),
+    "branch": ("分支", "branch"),
+    "migration": ("迁移", "migrat"),
+    "backup": ("备份", "backup"),
+    "meeting": ("会议", "开会", "meeting"),
+}
+
+
+@lru_cache(maxsize=4096)
+def concepts(text: str) -> frozenset[str]:
+    lower = text.lower()
+    return frozenset(c for c, forms in _CONCEPTS.items() if any(f in lower for f in forms))
+
+
+_NOT_DONE = re.compile(
+    r"尚未|还没|还未|没有完成|未完成|暂缓|推迟|延期|延后|进行中|正在|等待|待定|搁置|取消|失败|"
+    r"未开始|没开始|暂停|未能|没能|不会|"
+    r"\bnot (?:yet )?(?:done|finished|complete|started|released|shipped)|\bpending\b|postponed|"
+    r"delayed|on hold|in progress|paused|blocked|cancell?ed|\bfailed\b|hasn'?t|has not|"
+    r"haven'?t|waiting|not started",
+    re.IGNORECASE,
+)
+_DONE = re.compile(
+    r"已完成|完成了|已经完成|已经.{0,6}完|做完|搞定|已发布|发布了|已上线|上线了|已合并|合并了|"
+    r"已结束|结束了|已通过|通过了|完工|已修复|修复了|完毕|已重建|重建了|"
+    r"\b(?:is|are|was|were|been|got)? ?(?:done|finished|completed?|shipped|released|merged|"
+    r"deployed|rebuilt|passed|fixed|launched)\b",
+    re.IGNORECASE,
+)
+
+
+def status(text: str) -> str | None:
+    """'done', 'not_done' or None: what the text says about the state of the work."""
+    if _NOT_DONE.search(text):
+        return "not_done"
+    return "done" if _DONE.search(text) else None

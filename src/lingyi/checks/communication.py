@@ -1,0 +1,140 @@
+"""communication: what another member said or did must be on the record.
+
+A claim names a council member (灵通说…, "LingFlow told me…"). It matches when a
+message from that member on the council record, or recorded evidence of that member's
+work, carries the same versions, the same topic and no contradicting status
+(尚未开始 vs 已经完成). Reported speech of a non-member (用户说…) is not a council claim.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
+from lingyi.checks._text import concepts, status, terms, versions
+from lingyi.policy import MemberPolicy, PolicySet
+
+_VERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午)?(?:跟我|对我|和我)?(?:说过|说|表示|告诉我|告诉|称|提到|确认|报告|反馈|通知|讲|回复|宣布|在群里说)(?:了|过)?"
+_VERB_EN = r"(?:has |had )?(?:said|says|told (?:me|us)|tells (?:me|us)|reported|confirmed|mentioned|announced|stated|wrote|claims|claimed)(?: that)?"
+
+
+@dataclass(frozen=True)
+class Claim:
+    member: str
+    text: str
+
+
+@lru_cache(maxsize=64)
+def _claim_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(
+        rf"(?:据|according to\s+)?(?P<name>{alt})(?:的消息|'s message)?\s*(?:{_VERB_ZH}|{_VERB_EN})?[\s,，:：]*(?P<claim>.*)",
+        re.IGNORECASE | re.DOTALL,
+    )
+
+
+def find_claim(text: str, policies: PolicySet, speaker: str) -> Claim | None:
+    """The first claim in ``text`` about a member other than ``speaker``."""
+    names = tuple(n for m in policies.members.values() for n in m.names)
+    for match in _claim_pattern(names).finditer(text):
+        member = policies.resolve(match.group("name"))
+        if member and member.id != speaker and _is_word(text, match):
+            return Claim(member.id, match.group("claim").strip() or text)
+    return None
+
+
+def _is_word(text: str, match: re.Match[str]) -> bool:
+    """Latin names must stand alone ("LingFlow", not "LingFlowBot")."""
+    start, end = match.span("name")
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    return not (before.isascii() and before.isalnum()) and not (after.isascii() and after.isalnum())
+
+
+@dataclass(frozen=True)
+class Match:
+    ok: bool
+    why: str
+
+
+def compare(claim: str, record: str) -> Match:
+    """Does ``record`` support ``claim``? Versions, status and topic must agree."""
+    cv, rv = versions(claim), versions(record)
+    if cv and not cv <= rv:
+        return Match(False, f"version differs (claim {sorted(cv)}, record {sorted(rv) or '-'})")
+    cs, rs = status(claim), status(record)
+    if cs and rs and cs != rs:
+        return Match(False, f"status contradicts the record (claim {cs}, record {rs})")
+    return _topic_match(claim, record)
+
+
+def _topic_match(claim: str, record: str) -> Match:
+    cc, rc = concepts(claim), concepts(record)
+    if cc:
+        missing = cc - rc
+        return Match(
+            not missing, f"topic not in the record: {sorted(missing)}" if missing else "same topic"
+        )
+    ct, rt = terms(claim), terms(record)
+    share = len(ct & rt) / max(1, len(ct))
+    return Match(share >= 0.4, f"{share:.0%} of the claim's terms are in the record")
+
+
+class CommunicationParams(CheckParams):
+    use_work_evidence: bool = True
+
+
+@register("communication.on_record", CommunicationParams)
+def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
+    """A claim about another member's words or work must match that member's record."""
+    claim = find_claim(ctx.assertion.content, ctx.policies, ctx.member.id)
+    if claim is None:
+        return ok(ctx.t("未涉及其他成员的言论", "no claim about another council member"))
+    member = ctx.policies.members[claim.member]
+    records = _records(ctx, member, params.use_work_evidence)
+    results = [(rid, compare(claim.text, text)) for rid, text in records]
+    if found := next((rid for rid, m in results if m.ok), None):
+        return ok(
+            ctx.t(f"与 {member.name} 的记录 {found} 一致", f"matches {member.id}'s record {found}"),
+            member=member.id,
+            matched=found,
+        )
+    return _not_on_record(ctx, member, claim, results)
+
+
+def _records(ctx: CheckContext, member: MemberPolicy, use_work: bool) -> list[tuple[str, str]]:
+    msgs = [(m.id, m.content) for name in member.names for m in ctx.council.messages_from(name)]
+    if use_work:
+        msgs += [
+            (e.id, f"{entry.tool} {entry.arguments} {e.title} {e.snippet}")
+            for entry in ctx.ledger.entries_by(member.id)
+            for e in entry.evidence
+        ]
+    return list(dict.fromkeys(msgs))
+
+
+def _not_on_record(
+    ctx: CheckContext, member: MemberPolicy, claim: Claim, results: list[tuple[str, Match]]
+) -> Outcome:
+    if not results:
+        why = ctx.t(
+            f"{member.name} 在议会记录中没有任何消息",
+            f"{member.id} has no message on the council record",
+        )
+    else:
+        closest = results[-1]
+        why = ctx.t(
+            f"{member.name} 的记录中没有相符的消息（最近一条 {closest[0]}：{closest[1].why}）",
+            f"no message from {member.id} matches (latest {closest[0]}: {closest[1].why})",
+        )
+    return fail(
+        ctx.t("沟通内容无法证实：", "communication not on record: ") + why,
+        ctx.t(
+            f"请先查阅 {member.name}（{member.id}）在议会记录中的消息，按原话转述或注明未经证实",
+            f"check {member.id}'s messages on the council record and quote what was really said",
+        ),
+        member=member.id,
+        claim=claim.text,
+    )

@@ -1,0 +1,164 @@
+"""fact_verification: evidence comes from the session ledger, not from the assertion.
+
+- cited evidence ids must have been recorded in this session (fabricated = cited − recorded);
+- ids matching configured patterns in free text (32-hex trace ids) must be recorded, or
+  confirmed by the configured lookup (its failures follow ``on_error``);
+- a fact about a verifiable subject (the KB, a repo, a data set) needs related evidence
+  recorded earlier in the same session by a tool that covers that subject;
+- cited URLs must be among the URLs tools returned in the session.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
+from lingyi.checks._text import concepts, terms
+
+
+class NoParams(CheckParams):
+    pass
+
+
+@register("evidence.cited_ids_exist", NoParams)
+def cited_ids_exist(ctx: CheckContext, params: NoParams) -> Outcome:
+    """Every cited evidence id was recorded by a tool in this session."""
+    ledger = ctx.ledger.session(ctx.assertion.session)
+    missing = [i for i in ctx.assertion.evidence_ids if not ledger.has(i)]
+    if not missing:
+        n = len(ctx.assertion.evidence_ids)
+        return ok(ctx.t(f"引用的 {n} 条证据均有记录", f"all {n} cited evidence ids are on record"))
+    return fail(
+        ctx.t(
+            f"引用了本会话中不存在的证据：{', '.join(missing)}",
+            f"cited evidence not recorded in this session: {', '.join(missing)}",
+        ),
+        ctx.t(
+            "只引用本会话中工具实际返回的证据 id；先调用工具获取证据",
+            "cite only ids that a tool returned in this session; run the tool first",
+        ),
+        fabricated=missing,
+    )
+
+
+class IdPatternParams(CheckParams):
+    patterns: dict[str, str] = {"trace": r"\b[0-9a-f]{32}\b"}
+
+
+@register("evidence.id_patterns", IdPatternParams)
+def id_patterns(ctx: CheckContext, params: IdPatternParams) -> Outcome:
+    """Ids that match configured patterns in the text must be recorded or confirmed."""
+    ledger = ctx.ledger.session(ctx.assertion.session)
+    found = {m for p in params.patterns.values() for m in re.findall(p, ctx.assertion.content)}
+    unknown = sorted(i for i in found if not ledger.has(i))
+    lookup = ctx.services.trace_lookup  # raises on outage: the layer applies on_error
+    missing = [i for i in unknown if lookup is None or not lookup(i)]
+    if missing:
+        return fail(
+            ctx.t(
+                f"文中的 id 没有记录也无法确认：{', '.join(missing)}",
+                f"ids in the text are neither recorded nor confirmed: {', '.join(missing)}",
+            ),
+            ctx.t(
+                "先用工具查询该 id（如 query_traces），再引用",
+                "look the id up with a tool first, then cite it",
+            ),
+            unconfirmed=missing,
+        )
+    return ok(
+        ctx.t(
+            f"文中的 {len(found)} 个 id 均已核实", f"all {len(found)} ids in the text are verified"
+        ),
+        confirmed_by_lookup=[i for i in unknown if i not in missing],
+    )
+
+
+class SubjectSpec(CheckParams):
+    markers: list[str]
+    tools: list[str]
+
+
+class SubjectParams(CheckParams):
+    subjects: dict[str, SubjectSpec]
+    stop_terms: list[str] = []
+
+
+@register("evidence.subject_supported", SubjectParams)
+def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
+    """A fact about a verifiable subject needs related evidence from this session."""
+    text = ctx.assertion.content
+    lower = text.lower()
+    subjects = {
+        n: s for n, s in params.subjects.items() if any(m.lower() in lower for m in s.markers)
+    }
+    if not subjects or ctx.assertion.evidence_ids:
+        return ok(ctx.t("无需额外证据或已引用证据", "no verifiable subject, or evidence cited"))
+    for name, spec in subjects.items():
+        if not _supported(ctx, spec, params.stop_terms):
+            return _unsupported(ctx, name, spec)
+    return ok(
+        ctx.t(
+            f"有本会话证据支持（{'、'.join(subjects)}）",
+            f"supported by evidence in this session ({', '.join(subjects)})",
+        )
+    )
+
+
+def _supported(ctx: CheckContext, spec: SubjectSpec, stop: list[str]) -> bool:
+    ledger = ctx.ledger.session(ctx.assertion.session)
+    stripped = _strip(ctx.assertion.content, [*spec.markers, *stop])
+    # Markers say what the fact is about; their concepts (准确率 = accuracy) still relate.
+    claim = terms(stripped) | {f"@{c}" for c in concepts(ctx.assertion.content)}
+    for item in ledger.from_tools(set(spec.tools)):
+        if claim & terms(f"{item.title} {item.snippet}"):
+            return True
+    return False
+
+
+def _strip(text: str, words: list[str]) -> str:
+    for word in sorted(words, key=len, reverse=True):
+        text = re.sub(re.escape(word), " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def _unsupported(ctx: CheckContext, name: str, spec: SubjectSpec) -> Outcome:
+    tools = ", ".join(spec.tools)
+    return fail(
+        ctx.t(
+            f"关于{name}的事实陈述在本会话中没有相关证据",
+            f"a fact about {name} with no related evidence in this session",
+        ),
+        ctx.t(
+            f"先调用 {tools} 获取证据，再陈述并引用证据 id",
+            f"call {tools} first, then state the fact citing the evidence ids",
+        ),
+        subject=name,
+        tools=spec.tools,
+    )
+
+
+class UrlParams(CheckParams):
+    pass
+
+
+_URL = re.compile(r"https?://[^\s)）\]>\"'，。]+")
+
+
+@register("evidence.urls_recorded", UrlParams)
+def urls_recorded(ctx: CheckContext, params: UrlParams) -> Outcome:
+    """URLs cited in the text must be among those that tools returned in this session."""
+    ledger = ctx.ledger.session(ctx.assertion.session)
+    urls = [u.rstrip(".,;") for u in _URL.findall(ctx.assertion.content)]
+    missing = [u for u in urls if u not in ledger.urls]
+    if not missing:
+        return ok(
+            ctx.t(f"引用的 {len(urls)} 个链接均有记录", f"all {len(urls)} cited URLs are on record")
+        )
+    return fail(
+        ctx.t(
+            f"链接不在本会话工具返回的结果中：{', '.join(missing)}",
+            f"URLs not returned by any tool in this session: {', '.join(missing)}",
+        ),
+        ctx.t("只引用工具返回的链接", "cite only URLs that a tool returned"),
+        fabricated=missing,
+    )

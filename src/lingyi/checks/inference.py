@@ -1,0 +1,99 @@
+"""inference: a prediction stated as fact must carry an inference label.
+
+A prediction is a modal of the future (会, 将, 一定会, 肯定能, will, definitely) together
+with either a future time (下周, 明天, next week, by Friday) or an inference basis
+(基于趋势, 照这个速度, based on the trend, at this pace); strong modals (一定会, 势必,
+definitely will) count on their own. 会 inside 会议/社会/机会 is not a modal, and
+预测模型 (a forecasting model) is a noun, not a prediction. Hedged statements
+(可能, 也许, might, may) are not asserted as fact and pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
+from lingyi.checks._text import lang_of
+from lingyi.models import Fallback
+
+_STRONG = re.compile(
+    r"一定会|肯定会|肯定能|必然会|必然|势必|必将|注定会|铁定|"
+    r"\b(?:will|is going to|are going to)\s+(?:definitely|certainly|surely|undoubtedly)\b|"
+    r"\b(?:definitely|certainly|surely|undoubtedly)\s+(?:will|be|going to)\b|"
+    r"\b(?:is|are) (?:bound|guaranteed|certain) to\b",
+    re.IGNORECASE,
+)
+_MODAL_ZH = re.compile(
+    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|(?<![大武])将(?=[会要在于能把])|能够"
+)
+_MODAL_EN = re.compile(r"\b(?:will|won't|is going to|are going to|shall)\b", re.IGNORECASE)
+_FUTURE = re.compile(
+    r"下周|下星期|下个月|下月|明天|后天|明年|下季度|下一季|今年底|年底前|月底前|未来|将来|之后几天|"
+    r"下周[一二三四五六日天]|周[一二三四五六日天]前|\d+\s*天[后内]|"
+    r"\b(?:tomorrow|next (?:week|month|quarter|year|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday)|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"tomorrow|the end of|end of|next)|in \d+ (?:days|weeks|months)|soon|later this)\b",
+    re.IGNORECASE,
+)
+_BASIS = re.compile(
+    r"基于.{0,12}(?:趋势|数据|规律|进度)|根据.{0,12}(?:趋势|规律|进度)|照这个(?:速度|趋势|进度)|"
+    r"按(?:照)?(?:目前|现在|当前)的?(?:速度|进度|趋势)|从趋势(?:看|来看)|推测|预计|"
+    r"\b(?:based on (?:the )?(?:current )?(?:trend|data|pace|rate)|at this (?:pace|rate)|"
+    r"if (?:the )?trend|extrapolat\w+|judging by)\b",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(
+    r"可能|也许|或许|大概|估计|有望|\b(?:might|may|could|likely|probably|perhaps)\b", re.IGNORECASE
+)
+_NOUNS = re.compile(
+    r"预测模型|预测任务|预测结果已|forecasting model|prediction model|forecast model", re.IGNORECASE
+)
+
+
+class InferenceParams(CheckParams):
+    labels: list[str] = [
+        "【推演】",
+        "【推断】",
+        "推演：",
+        "推断：",
+        "[推演]",
+        "Inference:",
+        "[Inference]",
+        "Prediction:",
+    ]
+    label_zh: str = "【推演】"
+    label_en: str = "Inference: "
+
+
+def prediction_signal(text: str) -> str | None:
+    """The phrase that makes ``text`` a prediction asserted as fact, or None."""
+    text = _NOUNS.sub(" ", text)
+    if _HEDGE.search(text):
+        return None
+    if strong := _STRONG.search(text):
+        return strong.group(0)
+    modal = _MODAL_ZH.search(text) or _MODAL_EN.search(text)
+    cue = _FUTURE.search(text) or _BASIS.search(text)
+    return f"{cue.group(0)} … {modal.group(0)}" if modal and cue else None
+
+
+@register("inference.labelled", InferenceParams)
+def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
+    """Predictions and forecasts must be labelled as inference, not asserted as fact."""
+    content = ctx.assertion.content
+    if any(label.lower() in content.lower() for label in params.labels):
+        return ok(ctx.t("已标注为推演", "labelled as inference"))
+    signal = prediction_signal(content)
+    if signal is None:
+        return ok(ctx.t("未发现作为事实陈述的预测", "no prediction asserted as fact"))
+    label = params.label_zh if lang_of(content) == "zh" else params.label_en
+    return fail(
+        ctx.t(f"推断被当作事实陈述（“{signal}”）", f'inference asserted as fact ("{signal}")'),
+        ctx.t(f"请加上标注“{label.strip()}”", f'prefix the statement with "{label.strip()}"'),
+        Fallback(
+            kind="relabel",
+            content=label + content,
+            note=ctx.t("已加推演标注", "labelled as inference"),
+        ),
+        signal=signal,
+    )

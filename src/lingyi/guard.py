@@ -1,0 +1,106 @@
+"""The guard as one object: layer + log, built from a config.
+
+``Guard.check(assertion, ledger)`` verifies and appends the log record before returning,
+which is what the server, the CLI and replay all need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from lingyi.checks._registry import Services
+from lingyi.config import Config
+from lingyi.council import CouncilRecord, FileCouncil
+from lingyi.layer import ConstraintLayer
+from lingyi.ledger import Ledger
+from lingyi.models import Assertion, VerificationResult
+from lingyi.policy import PolicyStore
+from lingyi.vlog import VerificationLog
+
+
+def verification_record(
+    assertion: Assertion, result: VerificationResult, source: str
+) -> dict[str, Any]:
+    """The log record of one verification (the design's log contract)."""
+    return {
+        "id": result.id,
+        "kind": "verification",
+        "source": source,
+        "session": assertion.session,
+        "member": assertion.member,
+        "type": assertion.type.value,
+        "assertion_id": assertion.id,
+        "content": assertion.content,
+        "tool_call": assertion.tool_call.model_dump(mode="json") if assertion.tool_call else None,
+        "evidence_ids": assertion.evidence_ids,
+        "decision": result.decision.value,
+        "reason": result.reason,
+        "recommendation": result.recommendation,
+        "fallback": result.fallback.model_dump(mode="json") if result.fallback else None,
+        "checks": [_check_record(c.model_dump(mode="json")) for c in result.checks],
+        "latency_ms": result.latency_ms,
+        "policy_version": result.policy_version,
+    }
+
+
+def _check_record(check: dict[str, Any]) -> dict[str, Any]:
+    keep = ("stage", "code", "passed", "on_fail", "reason", "degraded")
+    return {k: check[k] for k in keep}
+
+
+def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:
+    """GET {url}/{id}: 2xx means the id exists, 404 means it does not; anything else raises."""
+    client = httpx.Client(timeout=timeout_s)
+
+    def lookup(trace_id: str) -> bool:
+        response = client.get(f"{url.rstrip('/')}/{trace_id}")
+        if response.status_code == 404:
+            return False
+        response.raise_for_status()
+        return True
+
+    return lookup
+
+
+def services_from(config: Config) -> Services:
+    ev = config.raw.evidence
+    return Services(
+        repo_roots=config.repo_roots,
+        data_roots=config.data_roots,
+        data_sources=sorted(config.raw.data_sources),
+        trace_lookup=trace_lookup(ev.trace_backend_url, ev.trace_timeout_s)
+        if ev.trace_backend_url
+        else None,
+    )
+
+
+class Guard:
+    """Verify, then log, in that order, before anything else happens."""
+
+    def __init__(self, layer: ConstraintLayer, log: VerificationLog, *, source: str) -> None:
+        self.layer, self.log, self.source = layer, log, source
+
+    @classmethod
+    def from_config(
+        cls, config: Config, *, source: str, council: CouncilRecord | None = None
+    ) -> Guard:
+        layer = ConstraintLayer(
+            PolicyStore(config.validators_dir),
+            council if council is not None else FileCouncil(config.council_path),
+            services=services_from(config),
+            language=config.language,
+        )
+        return cls(
+            layer, VerificationLog(config.log_path, fsync=config.raw.log.fsync), source=source
+        )
+
+    def check(self, assertion: Assertion, ledger: Ledger) -> VerificationResult:
+        result = self.layer.verify(assertion, ledger)
+        self.log.append(verification_record(assertion, result, self.source))
+        return result
+
+    def close(self) -> None:
+        self.log.close()

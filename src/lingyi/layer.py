@@ -1,0 +1,209 @@
+"""The constraint layer: stages in cost order, then the decision engine.
+
+Every deterministic stage runs, so all violations are reported at once. The judge (an
+optional, costly second opinion) runs only when every deterministic check passed. A
+check that raises is a failure (fail closed). Decision: any failed ``reject`` check →
+rejected; else any failed ``fallback`` check → fallback; else approved (``warn``
+failures are only logged).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Protocol
+
+import structlog
+
+from lingyi._ids import new_id
+from lingyi.checks import REGISTRY, CheckContext, Outcome
+from lingyi.checks._registry import Services
+from lingyi.council import CouncilRecord
+from lingyi.ledger import Ledger
+from lingyi.models import (
+    Assertion,
+    CheckResult,
+    Decision,
+    Fallback,
+    OnFail,
+    Stage,
+    VerificationResult,
+)
+from lingyi.policy import CheckEntry, PolicySet, PolicyStore
+
+log = structlog.get_logger()
+
+MANDATORY_TOOL_CHECKS = ("tool.owned", "tool.args_schema", "tool.path_allowed")
+
+
+class Judge(Protocol):
+    """A second, model-based opinion; runs only after every deterministic check passed."""
+
+    def __call__(self, ctx: CheckContext) -> CheckResult: ...
+
+
+class ConstraintLayer:
+    def __init__(
+        self,
+        policies: PolicyStore | PolicySet,
+        council: CouncilRecord,
+        *,
+        services: Services | None = None,
+        language: str = "zh",
+        judge: Judge | None = None,
+    ) -> None:
+        self._policies = policies
+        self.council = council
+        self.services = services or Services()
+        self.language = language
+        self.judge = judge
+
+    @property
+    def policies(self) -> PolicySet:
+        store = self._policies
+        return store.current() if isinstance(store, PolicyStore) else store
+
+    def verify(self, assertion: Assertion, ledger: Ledger) -> VerificationResult:
+        started = time.perf_counter()
+        policies = self.policies
+        member = policies.resolve(assertion.member)
+        if member is None:
+            checks = [self._unknown_member(assertion, policies)]
+        else:
+            ctx = CheckContext(
+                assertion,
+                member,
+                policies,
+                ledger,
+                self.council,
+                self.services,
+                member.language or self.language,
+            )
+            checks = self._run(ctx)
+        result = decide(assertion, checks, self.language)
+        result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        result.policy_version = policies.version
+        return result
+
+    def _run(self, ctx: CheckContext) -> list[CheckResult]:
+        results: list[CheckResult] = []
+        for stage in (
+            Stage.PRE_CHECK,
+            Stage.TOOL_VALIDATION,
+            Stage.BOUNDARY,
+            Stage.FACT_VERIFICATION,
+        ):
+            if stage is Stage.TOOL_VALIDATION and ctx.assertion.tool_call is None:
+                continue
+            results += [run_check(ctx, entry) for entry in _entries(ctx, stage)]
+        if self.judge is not None and not any(r.blocking for r in results):
+            results.append(self.judge(ctx))
+        return results
+
+    def _unknown_member(self, assertion: Assertion, policies: PolicySet) -> CheckResult:
+        known = ", ".join(sorted(policies.members))
+        zh = self.language == "zh"
+        return CheckResult(
+            stage=Stage.PRE_CHECK,
+            code="member.known",
+            passed=False,
+            on_fail=OnFail.REJECT,
+            reason=f"未知成员 {assertion.member!r}"
+            if zh
+            else f"unknown member {assertion.member!r}",
+            recommendation=(f"可用成员：{known}" if zh else f"known members: {known}"),
+        )
+
+
+def _entries(ctx: CheckContext, stage: Stage) -> Iterable[CheckEntry]:
+    tool = ctx.assertion.tool_call.name if ctx.assertion.tool_call else None
+    entries = [
+        e for e in ctx.member.checks if e.stage is stage and e.applies(ctx.assertion.type, tool)
+    ]
+    if stage is Stage.TOOL_VALIDATION:
+        entries = _with_mandatory(entries)
+    return entries
+
+
+def _with_mandatory(entries: list[CheckEntry]) -> list[CheckEntry]:
+    """Tool ownership and argument checks always run and always reject."""
+    mandatory = [CheckEntry(check=c, stage=Stage.TOOL_VALIDATION) for c in MANDATORY_TOOL_CHECKS]
+    for entry in mandatory:
+        entry._parsed = REGISTRY[entry.check].params()
+    return mandatory + [e for e in entries if e.check not in MANDATORY_TOOL_CHECKS]
+
+
+def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
+    """Run one check; an exception is a failure with the check's on_fail (fail closed)."""
+    try:
+        outcome = REGISTRY[entry.check].func(ctx, entry.parsed)
+    except Exception as exc:  # any bug in a check must fail closed
+        log.exception("check raised", check=entry.check)
+        outcome = _raised(ctx, entry, exc)
+    detail = dict(outcome.detail)
+    if outcome.fallback is not None:
+        detail["fallback"] = outcome.fallback.model_dump(mode="json")
+    return CheckResult(
+        stage=entry.stage,
+        code=entry.check,
+        passed=outcome.passed,
+        reason=outcome.reason,
+        detail=detail,
+        on_fail=entry.on_fail,
+        recommendation=outcome.recommendation,
+        degraded=outcome.degraded,
+    )
+
+
+def _raised(ctx: CheckContext, entry: CheckEntry, exc: Exception) -> Outcome:
+    passed = entry.on_error == "pass"
+    reason = ctx.t(
+        f"检查出错（{type(exc).__name__}: {exc}）",
+        f"check failed to run ({type(exc).__name__}: {exc})",
+    )
+    return Outcome(passed, reason, detail={"error": repr(exc)}, degraded=True)
+
+
+def decide(assertion: Assertion, checks: list[CheckResult], language: str) -> VerificationResult:
+    """Reject > fallback > approve, with a reason and a recommendation a model can act on."""
+    failed = [c for c in checks if c.blocking]
+    rejects = [c for c in failed if c.on_fail is OnFail.REJECT]
+    fallbacks = [c for c in failed if c.on_fail is OnFail.FALLBACK]
+    offered = next((f for c in fallbacks if (f := _fallback_of(c))), None)
+    if rejects or (fallbacks and offered is None):
+        decision, blamed = Decision.REJECTED, rejects or fallbacks
+    elif fallbacks:
+        decision, blamed = Decision.FALLBACK, fallbacks
+    else:
+        decision, blamed = Decision.APPROVED, []
+    return VerificationResult(
+        id=new_id(),
+        assertion_id=assertion.id,
+        decision=decision,
+        checks=checks,
+        reason=_reason(decision, blamed, checks, language),
+        recommendation=_join(c.recommendation for c in blamed) if blamed else None,
+        fallback=offered if decision is Decision.FALLBACK else None,
+    )
+
+
+def _fallback_of(check: CheckResult) -> Fallback | None:
+    raw = check.detail.get("fallback")
+    return Fallback.model_validate(raw) if raw else None
+
+
+def _reason(
+    decision: Decision, blamed: list[CheckResult], checks: list[CheckResult], language: str
+) -> str:
+    if decision is Decision.APPROVED:
+        return (
+            f"全部 {len(checks)} 项检查通过"
+            if language == "zh"
+            else f"all {len(checks)} checks passed"
+        )
+    return _join(f"[{c.code}] {c.reason}" for c in blamed) or ""
+
+
+def _join(parts: Iterable[str | None]) -> str | None:
+    unique = list(dict.fromkeys(p for p in parts if p))
+    return "；".join(unique) if unique else None

@@ -1,0 +1,148 @@
+"""Offline replay of a recorded session (the design's transcript contract).
+
+Replay starts from an empty ledger and an empty council record, filled only by the
+transcript's own events, and logs every verification as the server does. A malformed
+line is reported with its number and the rest still runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from lingyi.council import CouncilMessage, MemoryCouncil
+from lingyi.errors import TranscriptError
+from lingyi.guard import Guard
+from lingyi.ledger import Ledger
+from lingyi.models import Assertion, Decision, Evidence, VerificationResult
+
+
+@dataclass
+class Mismatch:
+    line: int
+    assertion_id: str | None
+    expected: str
+    got: str
+    reason: str
+
+
+@dataclass
+class ReplayReport:
+    results: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[TranscriptError] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
+    expectations: int = 0
+
+
+def output_line(result: VerificationResult) -> dict[str, Any]:
+    """The contract's one JSON object per assertion."""
+    return {
+        "id": result.assertion_id,
+        "decision": result.decision.value,
+        "reason": result.reason,
+        "recommendation": result.recommendation,
+        "fallback": result.fallback.model_dump(mode="json") if result.fallback else None,
+        "checks": [
+            {"stage": c.stage.value, "code": c.code, "passed": c.passed, "reason": c.reason}
+            for c in result.checks
+        ],
+    }
+
+
+def read_events(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
+    """Each non-blank line as an event dict, or the error that names its line."""
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            event = json.loads(raw)
+        except ValueError as exc:
+            yield lineno, TranscriptError(lineno, f"not valid JSON: {exc}")
+            continue
+        ok = isinstance(event, dict) and isinstance(event.get("event"), str)
+        yield (
+            lineno,
+            event if ok else TranscriptError(lineno, 'not an object with an "event" field'),
+        )
+
+
+class Replayer:
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self.ledger = Ledger()
+        self.council = MemoryCouncil()
+        guard.layer.council = self.council  # never the server's record
+
+    def run(self, lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
+        """Yield (line, output) per assertion and (line, error) per bad line, in order."""
+        for lineno, event in read_events(lines):
+            if isinstance(event, TranscriptError):
+                yield lineno, event
+                continue
+            try:
+                out = self._apply(event)
+            except (ValidationError, ValueError) as exc:
+                yield lineno, TranscriptError(lineno, _brief(exc))
+                continue
+            if out is not None:
+                yield lineno, out
+
+    def _apply(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        kind = event["event"]
+        if kind == "tool_result":
+            self._tool_result(event)
+        elif kind == "council_message":
+            self._council_message(event)
+        elif kind == "assertion":
+            return self._assertion(event)
+        else:
+            raise ValueError(f"unknown event {kind!r} (tool_result, council_message, assertion)")
+        return None
+
+    def _tool_result(self, event: dict[str, Any]) -> None:
+        evidence = [Evidence.model_validate(e) for e in event.get("evidence") or []]
+        member = self._member_id(str(event.get("member", "")))
+        self.ledger.record(
+            str(event.get("session", "default")),
+            member,
+            str(event.get("tool", "")),
+            event.get("arguments") or {},
+            evidence,
+        )
+
+    def _council_message(self, event: dict[str, Any]) -> None:
+        message = CouncilMessage.model_validate(event)
+        self.council.append(message.model_copy(update={"sender": self._member_id(message.sender)}))
+
+    def _member_id(self, name: str) -> str:
+        member = self.guard.layer.policies.resolve(name)
+        return member.id if member else name
+
+    def _assertion(self, event: dict[str, Any]) -> dict[str, Any]:
+        assertion = Assertion.model_validate(event)
+        out = output_line(self.guard.check(assertion, self.ledger))
+        if "expect" in event:
+            out["expect"] = event["expect"]
+        return out
+
+
+def _brief(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return str(exc)
+
+
+def check_expectation(lineno: int, out: dict[str, Any]) -> Mismatch | None:
+    expected = out.get("expect")
+    if expected is None or expected == out["decision"]:
+        return None
+    if expected not in {d.value for d in Decision}:
+        return Mismatch(
+            lineno, out["id"], str(expected), out["decision"], "expect is not a decision"
+        )
+    return Mismatch(lineno, out["id"], str(expected), out["decision"], out["reason"])
