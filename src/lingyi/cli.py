@@ -301,12 +301,15 @@ def _add_policy(sub: Any) -> None:
 
 
 def _add_optional(sub: Any, log_sub: Any) -> None:
-    """Commands from modules that may grow separately (review, server)."""
-    try:
-        from lingyi import review_cli
-    except ImportError:
-        return
-    review_cli.register(sub, log_sub)
+    """Commands from the review and server modules."""
+    import importlib
+
+    for name, extra in (("review_cli", (log_sub,)), ("server_cli", ())):
+        try:
+            module = importlib.import_module(f"lingyi.{name}")
+        except ImportError:
+            continue
+        module.register(sub, *extra)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -154,7 +154,11 @@ def _read_line(lineno: int, raw: bytes) -> LogLine:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        what = "torn line (no newline; an interrupted write)" if torn else f"not JSON: {exc}"
+        what = (
+            "torn last line (no newline: an interrupted write)"
+            if torn
+            else f"unreadable line (an interrupted write, or corrupted): {exc}"
+        )
         return LogLine(lineno, None, what)
     if not isinstance(value, dict):
         return LogLine(lineno, None, "not a JSON object")

@@ -46,6 +46,7 @@ def load_builtin_checks() -> None:
         boundary,
         communication,
         evidence,
+        git,
         inference,
         pre,
         tool,

@@ -14,6 +14,7 @@ import re
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
 from lingyi.checks._text import concepts, terms
+from lingyi.checks.inference import is_inference
 
 
 class NoParams(CheckParams):
@@ -93,6 +94,10 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
     }
     if not subjects or ctx.assertion.evidence_ids:
         return ok(ctx.t("无需额外证据或已引用证据", "no verifiable subject, or evidence cited"))
+    if is_inference(text):  # a prediction is not a fact; inference.labelled handles it
+        return ok(
+            ctx.t("推演而非事实陈述，不要求证据", "an inference, not a fact: no evidence required")
+        )
     for name, spec in subjects.items():
         if not _supported(ctx, spec, params.stop_terms):
             return _unsupported(ctx, name, spec)

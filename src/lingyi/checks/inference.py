@@ -77,11 +77,21 @@ def prediction_signal(text: str) -> str | None:
     return f"{cue.group(0)} … {modal.group(0)}" if modal and cue else None
 
 
+def is_inference(text: str, labels: list[str] | None = None) -> bool:
+    """Labelled as inference, or a prediction (labelled or not)."""
+    labels = labels or InferenceParams().labels
+    return has_label(text, labels) or prediction_signal(text) is not None
+
+
+def has_label(text: str, labels: list[str]) -> bool:
+    return any(label.lower() in text.lower() for label in labels)
+
+
 @register("inference.labelled", InferenceParams)
 def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     """Predictions and forecasts must be labelled as inference, not asserted as fact."""
     content = ctx.assertion.content
-    if any(label.lower() in content.lower() for label in params.labels):
+    if has_label(content, params.labels):
         return ok(ctx.t("已标注为推演", "labelled as inference"))
     signal = prediction_signal(content)
     if signal is None:

@@ -1,0 +1,110 @@
+"""Shared fixtures: the shipped policies, a layer with an in-memory council, a temp config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lingyi.checks._registry import Services
+from lingyi.config import defaults_dir
+from lingyi.council import CouncilMessage, MemoryCouncil
+from lingyi.layer import ConstraintLayer
+from lingyi.ledger import Ledger
+from lingyi.models import Assertion, Evidence, VerificationResult
+from lingyi.policy import PolicySet, load_policies
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_POLICIES = defaults_dir() / "validators"
+
+
+@pytest.fixture(scope="session")
+def policies() -> PolicySet:
+    return load_policies(SHIPPED_POLICIES)
+
+
+@pytest.fixture
+def council() -> MemoryCouncil:
+    return MemoryCouncil(
+        [
+            CouncilMessage.model_validate(m)
+            for m in (
+                {
+                    "id": "m-1",
+                    "from": "lingflow",
+                    "content": "v0.16 审计已完成，报告见 audit-v0.16.md",
+                },
+                {
+                    "id": "m-2",
+                    "from": "lingresearch",
+                    "content": "Dataset v3 labelling is finished: 12,400 samples.",
+                },
+                {"id": "m-3", "from": "lingflow", "content": "v0.17 的发布暂缓，等待安全评审"},
+                {"id": "m-4", "from": "lingzhi", "content": "知识库迁移尚未开始，计划下个月进行"},
+            )
+        ]
+    )
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    led = Ledger()
+    led.record(
+        "s1",
+        "lingzhi",
+        "search_knowledge",
+        {"query": "气功"},
+        [
+            Evidence(id="kb:qg-001", title="气功源流", snippet="气功一词……"),
+            Evidence(id="kb:qg-007", title="气功与呼吸", snippet="调息是气功的核心……"),
+        ],
+    )
+    led.record(
+        "s1",
+        "lingresearch",
+        "analyze_data",
+        {"source": "experiment_logs"},
+        [
+            Evidence(
+                id="an-3",
+                title="A/B accuracy",
+                snippet="variant B accuracy 0.874 vs A 0.851",
+                url="https://reports.example/an-3",
+            ),
+        ],
+    )
+    led.record(
+        "s1",
+        "lingflow",
+        "query_traces",
+        {"service": "checkout"},
+        [
+            Evidence(id="5b8efff798038103d269b633813fc60c", title="checkout 502"),
+        ],
+    )
+    return led
+
+
+Verify = Callable[..., VerificationResult]
+
+
+@pytest.fixture
+def verify(policies: PolicySet, council: MemoryCouncil, ledger: Ledger, tmp_path: Path) -> Verify:
+    """Verify one assertion (keyword fields) in session s1 against the fixtures."""
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    layer = ConstraintLayer(
+        policies,
+        council,
+        services=Services(
+            repo_roots=[repos], data_roots=[tmp_path], data_sources=["experiment_logs"]
+        ),
+        language="en",
+    )
+
+    def run(**fields: object) -> VerificationResult:
+        fields.setdefault("session", "s1")
+        return layer.verify(Assertion.model_validate(fields), ledger)
+
+    return run

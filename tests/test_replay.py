@@ -1,0 +1,146 @@
+"""Transcript replay: the design's contract, expectations, bad lines, logging."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lingyi.cli import main
+from lingyi.vlog import iter_log, verify_chain
+from tests.conftest import ROOT
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.jsonl"))
+
+
+def lingyi(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real command line in a fresh process."""
+    return subprocess.run(
+        [sys.executable, "-m", "lingyi", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize("transcript", EXAMPLES, ids=lambda p: p.name)
+def test_example_transcripts_meet_their_expectations(transcript: Path, tmp_path: Path) -> None:
+    """Every shipped example transcript passes `lingyi replay --check` (policy tests)."""
+    done = lingyi("--log", str(tmp_path / "log.jsonl"), "replay", str(transcript), "--check")
+    assert done.returncode == 0, done.stderr
+    assert "0 bad lines" in done.stderr
+
+
+def test_output_follows_the_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One JSON object per assertion, in order, with the contract's fields."""
+    transcript = ROOT / "examples" / "council-basics.jsonl"
+    assert main(["--log", str(tmp_path / "log.jsonl"), "replay", str(transcript)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in rows] == [f"x{i}" for i in range(1, 29)]
+    assert set(rows[0]) >= {"id", "decision", "reason", "recommendation", "fallback", "checks"}
+    assert set(rows[0]["checks"][0]) >= {"stage", "code", "passed", "reason"}
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["x12"]["decision"] == "approved" and by_id["x13"]["decision"] == "rejected"
+    assert by_id["x17"]["fallback"]["content"].startswith("【推演】")
+
+
+def test_replay_logs_every_assertion(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Replay appends one verification record per assertion, chained, as the server does."""
+    log = tmp_path / "log.jsonl"
+    main(["--log", str(log), "replay", str(ROOT / "examples" / "council-basics.jsonl")])
+    records = [line.record for line in iter_log(log) if line.record]
+    assert len(records) == 28 and verify_chain(log).ok
+    first = records[0]
+    assert first["source"] == "replay" and first["assertion_id"] == "x1"
+    for key in (
+        "id",
+        "ts",
+        "session",
+        "member",
+        "type",
+        "content",
+        "tool_call",
+        "decision",
+        "checks",
+        "reason",
+        "latency_ms",
+        "policy_version",
+        "prev",
+        "hash",
+    ):
+        assert key in first, key
+
+
+def test_malformed_lines_are_reported_and_the_rest_runs(tmp_path: Path) -> None:
+    """Bad lines name their line number; every good assertion still gets a verdict."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        "\n".join(
+            [
+                '{"event":"council_message","id":"m-1","from":"lingflow","content":"v0.16 审计已完成"}',
+                '{"event":"assertion","id":"a-1","member":"lingyi","type":"communication","content":"灵通说v0.16审计已经完成"',
+                '{"event":"assertion","id":"a-2","member":"lingyi","type":"opinion","content":"x"}',
+                '["not", "an", "object"]',
+                '{"event":"teleport"}',
+                '{"event":"assertion","id":"a-3","member":"lingyi","type":"communication","content":"灵通说v0.16审计已经完成","extra":"ignored"}',
+            ]
+        ),
+        encoding="utf-8",
+    )
+    done = lingyi("--log", str(tmp_path / "log.jsonl"), "replay", str(transcript))
+    assert done.returncode == 2
+    assert [json.loads(x)["id"] for x in done.stdout.splitlines()] == ["a-3"]
+    for lineno, words in [(2, "not valid JSON"), (3, "type"), (4, "event"), (5, "unknown event")]:
+        assert f"t.jsonl:line {lineno}: " in done.stderr and words in done.stderr
+
+
+def test_check_reports_mismatches_and_fails(tmp_path: Path) -> None:
+    """`--check` names each assertion whose decision differs from its expect, and exits 1."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        '{"event":"assertion","id":"a-1","member":"lingyi","type":"communication",'
+        '"content":"灵通说v0.16审计已经完成","expect":"approved"}\n',
+        encoding="utf-8",
+    )
+    done = lingyi("--log", str(tmp_path / "log.jsonl"), "replay", str(transcript), "--check")
+    assert done.returncode == 1
+    assert "a-1: expected approved, got rejected" in done.stderr
+    assert "0 of 1 expectations met" in done.stderr
+
+
+def test_replay_never_touches_the_server_council_record(tmp_path: Path) -> None:
+    """Replay's council record is its own: the configured record is neither read nor written."""
+    council = tmp_path / "council.jsonl"
+    council.write_text(
+        '{"id":"m-9","from":"lingflow","content":"v0.16 审计已完成"}\n', encoding="utf-8"
+    )
+    before = council.read_bytes()
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        '{"event":"assertion","id":"a-1","member":"lingyi","type":"communication",'
+        '"content":"灵通说v0.16审计已经完成"}\n',
+        encoding="utf-8",
+    )
+    env_run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lingyi",
+            "--log",
+            str(tmp_path / "l.jsonl"),
+            "replay",
+            str(transcript),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**__import__("os").environ, "LINGYI_COUNCIL": str(council)},
+    )
+    assert json.loads(env_run.stdout)["decision"] == "rejected"  # m-9 was not consulted
+    assert council.read_bytes() == before
