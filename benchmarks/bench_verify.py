@@ -156,7 +156,7 @@ def main() -> int:
     args = parser.parse_args()
     results: dict[str, Any] = {}
     for size in (int(s) for s in args.sizes.split(",")):
-        path = CACHE / f"log-{size}.jsonl"
+        path = CACHE / f"verify-log-{size}.jsonl"
         sys.stderr.write(f"building/using a {size}-record log at {path}\n")
         build_log(path, size)
         work = CACHE / f"work-{size}.jsonl"
@@ -166,7 +166,7 @@ def main() -> int:
         results[f"log {size}"] = measure(work, args.n)
         work.unlink(missing_ok=True)
     results["append records/s"] = append_throughput(CACHE / "append.jsonl")
-    results["baseline"] = naive_rewrite_baseline(CACHE / "log-10000.jsonl", 10000)
+    results["baseline"] = naive_rewrite_baseline(CACHE / "verify-log-10000.jsonl", 10000)
     out = json.dumps(results, indent=2, ensure_ascii=False)
     sys.stdout.write(out + "\n")
     return 0

@@ -79,6 +79,7 @@ class JudgeSection(_Strict):
     api_key_env: str = "ANTHROPIC_API_KEY"
     timeout_s: float = 20.0
     on_error: Literal["pass", "fail"] = "pass"
+    on_fail: Literal["reject", "fallback", "warn"] = "reject"
     members: list[str] = Field(default_factory=list)
 
 

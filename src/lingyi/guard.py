@@ -14,7 +14,7 @@ import httpx
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
-from lingyi.layer import ConstraintLayer
+from lingyi.layer import ConstraintLayer, Judge
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, VerificationResult
 from lingyi.policy import PolicyStore
@@ -77,6 +77,14 @@ def services_from(config: Config) -> Services:
     )
 
 
+def _judge(config: Config) -> Judge | None:
+    if not config.raw.judge.enabled:
+        return None
+    from lingyi.judge import AnthropicJudge  # the anthropic client loads only when used
+
+    return AnthropicJudge(config.raw.judge)
+
+
 class Guard:
     """Verify, then log, in that order, before anything else happens."""
 
@@ -92,6 +100,7 @@ class Guard:
             council if council is not None else FileCouncil(config.council_path),
             services=services_from(config),
             language=config.language,
+            judge=_judge(config),
         )
         return cls(
             layer, VerificationLog(config.log_path, fsync=config.raw.log.fsync), source=source
