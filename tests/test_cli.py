@@ -94,9 +94,10 @@ def test_policy_check_stops_on_an_invalid_file(tmp_path: Path) -> None:
     """`policy check` exits 2 naming the file and key of the first error."""
     folder = tmp_path / "validators"
     shutil.copytree(SHIPPED_POLICIES, folder)
+    original = (folder / "lingflow.toml").read_text(encoding="utf-8")
+    index = original.count("[[checks]]")
     (folder / "lingflow.toml").write_text(
-        (folder / "lingflow.toml").read_text(encoding="utf-8")
-        + '\n[[checks]]\ncheck = "inference.labelled"\n'
+        original + '\n[[checks]]\ncheck = "inference.labelled"\n'
         'stage = "boundary"\non_fail = "maybe"\n',
         encoding="utf-8",
     )
@@ -104,7 +105,7 @@ def test_policy_check_stops_on_an_invalid_file(tmp_path: Path) -> None:
     config.write_text(f'[paths]\nvalidators = "{folder}"\n', encoding="utf-8")
     done = lingyi("--config", str(config), "policy", "check")
     assert done.returncode == 2
-    assert "lingflow.toml" in done.stderr and "checks[0].on_fail" in done.stderr
+    assert "lingflow.toml" in done.stderr and f"checks[{index}].on_fail" in done.stderr
 
 
 def test_policy_check_passes_on_shipped_policies() -> None:

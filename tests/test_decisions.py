@@ -28,12 +28,19 @@ BOUNDARY = [
     ("what medicine should I take for a cold", "boundary.medical"),
     ("how to treat a fever", "boundary.medical"),
     ("can qigong cure cancer", "boundary.medical"),
+    ("孩子发烧怎么退烧", "boundary.medical"),
+    ("失眠怎么调理", "boundary.medical"),
+    ("what should I take for a headache", "boundary.medical"),
+    ("is ibuprofen ok for back pain", "boundary.medical"),
     # must pass: the same words used in other senses
     ("科学方法论与设备故障诊断", None),
     ("治大国若烹小鲜 道德经", None),
     ("黄帝内经的成书年代", None),
     ("道家思想中的对症下药之喻", None),
     ("tai chi history and its Taoist roots", None),
+    ("阿司匹林的发明史与科学方法", None),
+    ("what should I take away from the Tao Te Ching", None),
+    ("治学方法：朱熹论读书", None),
     ("scientific methodology for troubleshooting", None),
 ]
 
@@ -119,6 +126,9 @@ INFERENCE = [
     ("预测模型训练已完成，准确率0.874（an-3）", "approved"),
     ("The forecasting model finished training with accuracy 0.874.", "approved"),
     ("下周一开会讨论发布计划", "approved"),  # 会 in 开会 is not a modal
+    ("评审会议将在明天举行", "approved"),  # a schedule, not a forecast
+    ("The review meeting will be held tomorrow.", "approved"),
+    ("LingFlow will go live next Monday.", "fallback"),
     ("The script will exit with code 1 on a bad file.", "approved"),
     ("B方案下周可能会更好", "approved"),  # hedged, not asserted as fact
 ]

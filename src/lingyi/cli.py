@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from lingyi import _logging
 from lingyi.config import Config, load_config
-from lingyi.council import CouncilMessage, MemoryCouncil
+from lingyi.council import MemoryCouncil
 from lingyi.errors import LingyiError, TranscriptError
 from lingyi.guard import Guard
 from lingyi.ledger import Ledger
@@ -63,32 +63,16 @@ def _assertion_from_args(args: argparse.Namespace) -> Assertion:
     )
 
 
-def _preload(replayer_ledger: Ledger, council: MemoryCouncil, path: str | None) -> None:
-    """Fill the ledger and council from a transcript's tool_result/council_message events."""
-    if not path:
-        return
-    for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        event = json.loads(raw) if raw.strip() else {}
-        if event.get("event") == "tool_result":
-            replayer_ledger.record(
-                event.get("session", "default"),
-                event.get("member", ""),
-                event.get("tool", ""),
-                event.get("arguments"),
-                event.get("evidence"),
-            )
-        elif event.get("event") == "council_message":
-            council.append(CouncilMessage.model_validate(event))
-        elif event:
-            _err(f"{path}:{lineno}: ignored {event.get('event')!r} event")
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
-    config = _config(args)
-    ledger, council = Ledger(), (MemoryCouncil() if args.context else None)
-    guard = Guard.from_config(config, source="cli", council=council)
-    if council is not None:
-        _preload(ledger, council, args.context)
+    guard = Guard.from_config(
+        _config(args), source="cli", council=MemoryCouncil() if args.context else None
+    )
+    ledger = Ledger()
+    if args.context:  # the transcript's events are the ledger and council record
+        replayer = Replayer(guard)
+        for error in replayer.preload(_lines(args.context)):
+            _err(f"{args.context}:{error}")
+        ledger = replayer.ledger
     result = guard.check(_assertion_from_args(args), ledger)
     _out(json.dumps(output_line(result), ensure_ascii=False) if args.json else human(result))
     return 1 if result.decision == "rejected" else 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,14 +28,6 @@ class Mismatch:
     expected: str
     got: str
     reason: str
-
-
-@dataclass
-class ReplayReport:
-    results: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[TranscriptError] = field(default_factory=list)
-    mismatches: list[Mismatch] = field(default_factory=list)
-    expectations: int = 0
 
 
 def output_line(result: VerificationResult) -> dict[str, Any]:
@@ -76,6 +68,15 @@ class Replayer:
         self.ledger = Ledger()
         self.council = MemoryCouncil()
         guard.layer.council = self.council  # never the server's record
+        self._context_only = False
+
+    def preload(self, lines: Iterable[str]) -> list[TranscriptError]:
+        """Apply only tool_result and council_message events (context for one verification)."""
+        self._context_only = True
+        try:
+            return [out for _, out in self.run(lines) if isinstance(out, TranscriptError)]
+        finally:
+            self._context_only = False
 
     def run(self, lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
         """Yield (line, output) per assertion and (line, error) per bad line, in order."""
@@ -98,7 +99,7 @@ class Replayer:
         elif kind == "council_message":
             self._council_message(event)
         elif kind == "assertion":
-            return self._assertion(event)
+            return None if self._context_only else self._assertion(event)
         else:
             raise ValueError(f"unknown event {kind!r} (tool_result, council_message, assertion)")
         return None

@@ -31,14 +31,22 @@ _NOT_HEALTH = re.compile(r"毛病|语病|通病|弊病|心病难医之外|大城
 _DRUG_REQUEST = re.compile(
     r"(?:吃|开|用|服|买|打|喝)(?:点|些)?(?:什么|啥|哪种|哪些|哪个)(?:药|中药|西药|药物|抗生素)|"
     r"(?:药方|偏方|处方|剂量|用药|服药|吃药)|"
-    r"what (?:medicine|medication|drugs?|pills?|antibiotics?)|"
+    r"what (?:medicine|medication|drugs?|pills?|antibiotics?)|what (?:should|can|do) I take (?:for|when|if|to treat)\b|"
     r"\b(?:dosage|dose of|prescri\w+|which (?:medicine|drug))\b",
     re.IGNORECASE,
 )
 _TREAT_ZH = re.compile(
     rf"(?:治好|治愈|根治|治疗|医治|缓解|调理|治)(?:.{{0,8}})?(?:{_HEALTH_ZH})|"
-    rf"(?:{_HEALTH_ZH}).{{0,6}}(?:怎么治|如何治|怎么办|治得好|能治|吃什么)|"
+    rf"(?:{_HEALTH_ZH}).{{0,6}}(?:(?:怎么|如何|怎样|咋)(?:治|办|退|缓解|调理|止|消|好)|治得好|能治|吃什么)|"
     r"(?:能|可以|能不能|可不可以)(?:治好|治愈|根治|医好)[^，。,.]{1,12}(?:吗|么|嘛|？|\?)"
+)
+_DRUGS = (
+    r"布洛芬|阿司匹林|对乙酰氨基酚|抗生素|头孢|安眠药|退烧药|止痛药|激素|"
+    r"ibuprofen|aspirin|paracetamol|acetaminophen|antibiotics?|painkillers?|sleeping pills?|steroids?"
+)
+_DRUG_FOR = re.compile(
+    rf"(?:{_DRUGS}).{{0,30}}(?:{_HEALTH_ZH}|\b(?:{_HEALTH_EN})\b)|(?:{_HEALTH_ZH}).{{0,10}}(?:{_DRUGS})",
+    re.IGNORECASE,
 )
 _TREAT_EN = re.compile(
     rf"\b(?:treat|treating|treatment for|cure|cures|curing|heal|remedy|remedies|relieve|get rid of|"
@@ -50,7 +58,7 @@ _TREAT_EN = re.compile(
 def medical_signal(text: str) -> str | None:
     """The phrase that makes ``text`` a request for medical advice, or None."""
     cleaned = _NOT_HEALTH.sub("", text)
-    for pattern in (_DRUG_REQUEST, _TREAT_ZH, _TREAT_EN):
+    for pattern in (_DRUG_REQUEST, _DRUG_FOR, _TREAT_ZH, _TREAT_EN):
         if match := pattern.search(cleaned):
             return match.group(0)
     return None

@@ -1,9 +1,10 @@
 """inference: a prediction stated as fact must carry an inference label.
 
-A prediction is a modal of the future (会, 将, 一定会, 肯定能, will, definitely) together
-with either a future time (下周, 明天, next week, by Friday) or an inference basis
-(基于趋势, 照这个速度, based on the trend, at this pace); strong modals (一定会, 势必,
-definitely will) count on their own. 会 inside 会议/社会/机会 is not a modal, and
+A prediction is a modal of the future (会, 将, will) together with an inference basis
+(基于趋势, 照这个速度, based on the trend, at this pace), or with a future time (下周,
+next week, by Friday) and a forecast outcome (超过, 上线, exceed, ship); strong modals
+(一定会, 势必, definitely will) count on their own. A schedule ("the meeting will be held
+tomorrow") is not a prediction. 会 inside 会议/社会/机会 is not a modal, and
 预测模型 (a forecasting model) is a noun, not a prediction. Hedged statements
 (可能, 也许, might, may) are not asserted as fact and pass.
 """
@@ -42,6 +43,12 @@ _BASIS = re.compile(
     r"if (?:the )?trend|extrapolat\w+|judging by)\b",
     re.IGNORECASE,
 )
+_OUTCOME = re.compile(
+    r"超过|达到|突破|提升|提高|下降|增长|降到|升到|降低|完成|做完|上线|发布|交付|失败|成功|赶上|"
+    r"\b(?:exceed|reach|surpass|hit|grow|rise|fall|drop|finish|be (?:done|finished|ready)|ship|"
+    r"launch|go live|release|beat|fail|succeed|outperform)\w*",
+    re.IGNORECASE,
+)
 _HEDGE = re.compile(
     r"可能|也许|或许|大概|估计|有望|\b(?:might|may|could|likely|probably|perhaps)\b", re.IGNORECASE
 )
@@ -73,8 +80,14 @@ def prediction_signal(text: str) -> str | None:
     if strong := _STRONG.search(text):
         return strong.group(0)
     modal = _MODAL_ZH.search(text) or _MODAL_EN.search(text)
-    cue = _FUTURE.search(text) or _BASIS.search(text)
-    return f"{cue.group(0)} … {modal.group(0)}" if modal and cue else None
+    if modal is None:
+        return None
+    # A future time alone may be a schedule ("the meeting will be held tomorrow"); it is a
+    # prediction when it forecasts an outcome. A stated basis (趋势, at this pace) always is.
+    basis = _BASIS.search(text)
+    future = _FUTURE.search(text) if _OUTCOME.search(text) else None
+    cue = basis or future
+    return f"{cue.group(0)} … {modal.group(0)}" if cue else None
 
 
 def is_inference(text: str, labels: list[str] | None = None) -> bool:
