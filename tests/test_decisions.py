@@ -11,6 +11,11 @@ from typing import Any
 
 import pytest
 
+from lingyi.council import MemoryCouncil
+from lingyi.layer import ConstraintLayer
+from lingyi.ledger import Ledger
+from lingyi.models import Assertion
+from lingyi.policy import PolicySet
 from tests.conftest import Verify
 
 
@@ -308,3 +313,36 @@ def test_all_violations_are_reported_at_once(verify: Verify) -> None:
     )
     assert result.decision == "rejected"
     assert {"boundary.medical", "evidence.cited_ids_exist"} <= set(result.failed_codes)
+
+
+def test_the_three_worked_examples_of_the_design(verify: Verify) -> None:
+    """气功的修炼方法 is approved; a commit to a missing repo is rejected; 灵通说… follows the record."""
+    search_qigong = verify(
+        member="lingzhi",
+        type="action",
+        content="搜索知识库：气功的修炼方法",
+        tool_call=search("气功的修炼方法"),
+    )
+    assert search_qigong.decision == "approved"
+    commit = verify(
+        member="lingflow",
+        type="action",
+        content="提交",
+        tool_call={
+            "name": "git_commit",
+            "arguments": {"repo_path": "no/such/repo", "message": "fix: y"},
+        },
+    )
+    assert commit.decision == "rejected" and "tool.path_allowed" in commit.failed_codes
+    said = verify(member="lingyi", type="communication", content="灵通说v0.16审计已经完成")
+    assert said.decision == "approved"  # m-1 on the fixture's council record
+
+
+def test_claim_rejected_when_the_member_never_said_it(policies: PolicySet, ledger: Ledger) -> None:
+    """The same 灵通说v0.16审计已经完成 is rejected against an empty council record."""
+    layer = ConstraintLayer(policies, MemoryCouncil(), language="zh")
+    result = layer.verify(
+        Assertion(member="lingyi", type="communication", content="灵通说v0.16审计已经完成"), ledger
+    )  # type: ignore[arg-type]
+    assert result.decision == "rejected" and result.failed_codes == ["communication.on_record"]
+    assert "灵通" in result.reason
