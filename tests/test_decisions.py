@@ -343,6 +343,6 @@ def test_claim_rejected_when_the_member_never_said_it(policies: PolicySet, ledge
     layer = ConstraintLayer(policies, MemoryCouncil(), language="zh")
     result = layer.verify(
         Assertion(member="lingyi", type="communication", content="灵通说v0.16审计已经完成"), ledger
-    )  # type: ignore[arg-type]
+    )
     assert result.decision == "rejected" and result.failed_codes == ["communication.on_record"]
     assert "灵通" in result.reason
