@@ -8,6 +8,16 @@ import sys
 import structlog
 
 
+class _Stderr:
+    """Look up sys.stderr at each write, so a replaced stderr (tests, daemons) is honoured."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure(*, verbose: bool = False) -> None:
     level = logging.DEBUG if verbose else logging.WARNING
     logging.basicConfig(stream=sys.stderr, level=level, format="%(message)s")
@@ -19,6 +29,6 @@ def configure(*, verbose: bool = False) -> None:
             structlog.dev.ConsoleRenderer(colors=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
