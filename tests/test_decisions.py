@@ -315,6 +315,23 @@ def test_all_violations_are_reported_at_once(verify: Verify) -> None:
     assert {"boundary.medical", "evidence.cited_ids_exist"} <= set(result.failed_codes)
 
 
+COMMUNICATED_FORECASTS = [
+    ("lingflow", "v0.18 下周一一定会发布", "fallback"),  # a member's own forecast, posted as fact
+    ("lingflow", "v0.18 will definitely ship next Monday", "fallback"),
+    ("lingyi", "灵通说v0.17的发布暂缓，一定会等待安全评审", "approved"),  # quoting 灵通's own words
+    ("lingflow", "【推演】v0.18 下周一可能发布", "approved"),
+]
+
+
+@pytest.mark.parametrize(("member", "content", "decision"), COMMUNICATED_FORECASTS)
+def test_council_posts_need_inference_labels_but_quotes_do_not(
+    verify: Verify, member: str, content: str, decision: str
+) -> None:
+    """A member's own forecast in a council message needs a label; a faithful quote does not."""
+    result = verify(member=member, type="communication", content=content)
+    assert result.decision == decision, result.reason
+
+
 def test_the_three_worked_examples_of_the_design(verify: Verify) -> None:
     """气功的修炼方法 is approved; a commit to a missing repo is rejected; 灵通说… follows the record."""
     search_qigong = verify(

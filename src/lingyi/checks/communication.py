@@ -27,18 +27,24 @@ class Claim:
 
 
 @lru_cache(maxsize=64)
-def _claim_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+def _claim_pattern(names: tuple[str, ...], speech: bool) -> re.Pattern[str]:
     alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    verb = f"(?:{_VERB_ZH}|{_VERB_EN})" + ("" if speech else "?")
     return re.compile(
-        rf"(?:据|according to\s+)?(?P<name>{alt})(?:的消息|'s message)?\s*(?:{_VERB_ZH}|{_VERB_EN})?[\s,，:：]*(?P<claim>.*)",
+        rf"(?:据|according to\s+)?(?P<name>{alt})(?:的消息|'s message)?\s*{verb}[\s,，:：]*(?P<claim>.*)",
         re.IGNORECASE | re.DOTALL,
     )
 
 
-def find_claim(text: str, policies: PolicySet, speaker: str) -> Claim | None:
-    """The first claim in ``text`` about a member other than ``speaker``."""
+def find_claim(
+    text: str, policies: PolicySet, speaker: str, *, speech: bool = False
+) -> Claim | None:
+    """The first claim in ``text`` about a member other than ``speaker``.
+
+    With ``speech``, only reported speech counts (灵通说…), not any mention of the member.
+    """
     names = tuple(n for m in policies.members.values() for n in m.names)
-    for match in _claim_pattern(names).finditer(text):
+    for match in _claim_pattern(names, speech).finditer(text):
         member = policies.resolve(match.group("name"))
         if member and member.id != speaker and _is_word(text, match):
             return Claim(member.id, match.group("claim").strip() or text)

@@ -15,7 +15,7 @@ import re
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
 from lingyi.checks._text import lang_of
-from lingyi.models import Fallback
+from lingyi.models import AssertionType, Fallback
 
 _STRONG = re.compile(
     r"一定会|肯定会|肯定能|必然会|必然|势必|必将|注定会|铁定|"
@@ -90,6 +90,14 @@ def prediction_signal(text: str) -> str | None:
     return f"{cue.group(0)} … {modal.group(0)}" if cue else None
 
 
+def _reported_speech(ctx: CheckContext) -> bool:
+    from lingyi.checks.communication import find_claim  # communication imports policy types
+
+    if ctx.assertion.type is not AssertionType.COMMUNICATION:
+        return False
+    return find_claim(ctx.assertion.content, ctx.policies, ctx.member.id, speech=True) is not None
+
+
 def is_inference(text: str, labels: list[str] | None = None) -> bool:
     """Labelled as inference, or a prediction (labelled or not)."""
     labels = labels or InferenceParams().labels
@@ -106,6 +114,12 @@ def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     content = ctx.assertion.content
     if has_label(content, params.labels):
         return ok(ctx.t("已标注为推演", "labelled as inference"))
+    if _reported_speech(ctx):  # 灵通说下周会上线: the forecast is the quoted member's own
+        return ok(
+            ctx.t(
+                "转述他人的话，预测属于原话", "reported speech: the forecast is the quoted member's"
+            )
+        )
     signal = prediction_signal(content)
     if signal is None:
         return ok(ctx.t("未发现作为事实陈述的预测", "no prediction asserted as fact"))
