@@ -89,12 +89,15 @@ def test_secrets_never_reach_the_log(tmp_path: Path) -> None:
                 "content": "use key sk-ant-api03-abcdefghijklmnopqrstuvwx now",
                 "tool_call": {
                     "name": "x",
-                    "arguments": {"token": "ghp_abcdefghijklmnopqrstuvwxyz0123"},
+                    "arguments": {
+                        "token": "ghp_abcdefghijklmnopqrstuvwxyz0123",
+                        "api_key": "plain-secret-value",
+                    },
                 },
             }
         )
     text = path.read_text(encoding="utf-8")
-    assert "sk-ant-api03" not in text and "ghp_abc" not in text
+    assert "sk-ant-api03" not in text and "ghp_abc" not in text and "plain-secret" not in text
     assert "[REDACTED]" in text and verify_chain(path).ok
 
 

@@ -7,6 +7,7 @@ before a record is written.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -17,12 +18,16 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
         r"AKIA[0-9A-Z]{16}",  # AWS access key ids
         r"xox[abpr]-[A-Za-z0-9\-]{10,}",  # Slack tokens
-        r"(?i)bearer\s+[A-Za-z0-9._\-]{16,}",
-        r"(?i)(?:password|passwd|api[_-]?key|secret|token)\s*[=:]\s*\S{6,}",
+        r"(?i:bearer)\s+[A-Za-z0-9._\-]{16,}",
+        r"(?i:password|passwd|api[_-]?key|secret|token)\s*[=:]\s*\S{6,}",
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
     )
 )
 MASK = "[REDACTED]"
+_SECRET_KEY = re.compile(r"(?i)^(?:password|passwd|api[_-]?key|secret|token|access[_-]?token)$")
+# Also catches {"api_key": "..."} in a tool call's arguments, once the record is JSON.
+_JSON_SECRET = r'"(?i:password|passwd|api[_-]?key|secret|token|access[_-]?token)"\s*:\s*"[^"]{6,}"'
+_ANY = re.compile("|".join(f"(?:{p.pattern})" for p in _PATTERNS) + f"|{_JSON_SECRET}")
 
 
 def redact_text(text: str) -> str:
@@ -33,15 +38,22 @@ def redact_text(text: str) -> str:
 
 def redact(value: Any) -> Any:
     """Return ``value`` with every string inside it redacted (dicts and lists walked)."""
+    # One search over the whole record keeps ordinary records off the slow walk.
+    if not _ANY.search(json.dumps(value, ensure_ascii=False, default=str)):
+        return value
+    return _walk(value)
+
+
+def _walk(value: Any) -> Any:
     if isinstance(value, str):
-        return redact_text(value) if _maybe_secret(value) else value
+        return redact_text(value)
     if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
+        return {k: _secret_value(k, v) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact(v) for v in value]
+        return [_walk(v) for v in value]
     return value
 
 
-def _maybe_secret(text: str) -> bool:
-    # A cheap pre-filter keeps redaction off the hot path for ordinary text.
-    return any(s in text for s in ("sk-", "gh", "AKIA", "xox", "earer", "BEGIN", "=", ":"))
+def _secret_value(key: str, value: Any) -> Any:
+    hidden = isinstance(value, str) and _SECRET_KEY.match(key) and len(value) >= 6
+    return MASK if hidden else _walk(value)

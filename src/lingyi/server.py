@@ -109,7 +109,10 @@ class Verdict(BaseModel):
     error: str | None = Field(
         None, description="the backend's refusal, when an approved call failed"
     )
-    checks: list[CheckBrief] = Field(default_factory=list)
+    checks: list[CheckBrief] = Field(
+        default_factory=list,
+        description="every check, when not approved (an approval's checks are in the log)",
+    )
 
 
 R = TypeVar("R", bound=BaseModel)
@@ -348,6 +351,7 @@ def verdict_of(
         checks=[
             CheckBrief(stage=c.stage.value, code=c.code, passed=c.passed, reason=c.reason)
             for c in result.checks
+            if result.decision is not Decision.APPROVED  # keep approvals light on the wire
         ],
     )
 
