@@ -7,6 +7,7 @@ reports the median wall time and the peak resident memory (``ru_maxrss``) of tha
 
     .venv/bin/python benchmarks/bench_stats.py            # 10k, 100k, 1M; 3 runs each
     .venv/bin/python benchmarks/bench_stats.py --runs 5 --sizes 10000 1000000
+    .venv/bin/python benchmarks/bench_stats.py --workers 1   # a single pass, no workers
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def cached_log(count: int) -> Path:
     return path
 
 
-def child(path: Path, scope: str) -> None:
+def child(path: Path, scope: str, workers: int | None) -> None:
     """One measured run in a fresh process: prints wall seconds and peak RSS."""
     zone = resolve_zone("UTC")
     if scope == "all":
@@ -124,22 +125,27 @@ def child(path: Path, scope: str) -> None:
     else:
         window = week_window("2026-W45", zone)
     started = time.perf_counter()
-    result = compute_stats(path, window)
+    result = compute_stats(path, window, workers=workers)
     wall = time.perf_counter() - started
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    workers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     counted = result["totals"]["total"]
-    print(json.dumps({"wall": wall, "rss_mb": rss_mb, "counted": counted}))
+    print(
+        json.dumps({"wall": wall, "rss_mb": rss_mb, "workers_mb": workers_mb, "counted": counted})
+    )
 
 
-def measure(path: Path, scope: str, runs: int) -> dict[str, float]:
+def measure(path: Path, scope: str, runs: int, workers: int | None) -> dict[str, float]:
     results = []
     for _ in range(runs):
         cmd = [sys.executable, __file__, "--child", str(path), scope]
+        cmd += ["--workers", str(workers)] if workers else []
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         results.append(json.loads(out))
     return {
         "wall": statistics.median(r["wall"] for r in results),
         "rss_mb": max(r["rss_mb"] for r in results),
+        "workers_mb": max(r["workers_mb"] for r in results),
         "counted": results[0]["counted"],
     }
 
@@ -148,20 +154,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, BIG])
+    parser.add_argument("--workers", type=int, help="force N chunks (1 = one pass); default auto")
     parser.add_argument("--child", nargs=2, metavar=("LOG", "SCOPE"))
     args = parser.parse_args()
     if args.child:
-        child(Path(args.child[0]), args.child[1])
+        child(Path(args.child[0]), args.child[1], args.workers)
         return
-    print(f"{'records':>9} {'scope':>6} {'counted':>9} {'median s':>9} {'rec/s':>9} {'RSS MB':>7}")
+    print(
+        f"{'records':>9} {'scope':>6} {'counted':>9} {'median s':>9} {'rec/s':>9} "
+        f"{'RSS MB':>7} {'worker RSS MB':>13}"
+    )
     for size in args.sizes:
         path = cached_log(size)
         for scope in ("all", "week"):
-            m = measure(path, scope, args.runs)
+            m = measure(path, scope, args.runs, args.workers)
             rate = size / m["wall"]
             print(
                 f"{size:>9} {scope:>6} {m['counted']:>9.0f} {m['wall']:>9.2f} "
-                f"{rate:>9.0f} {m['rss_mb']:>7.1f}"
+                f"{rate:>9.0f} {m['rss_mb']:>7.1f} {m['workers_mb']:>13.1f}"
             )
 
 

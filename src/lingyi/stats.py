@@ -21,13 +21,17 @@ import hashlib
 import json
 import math
 import os
+import pickle
 import re
+import subprocess
+import sys
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -45,6 +49,7 @@ _DEC_INDEX = {name: i for i, name in enumerate(DECISIONS)}
 APPROVED, REJECTED, FALLBACK = 0, 1, 2
 MAX_EXAMPLES = 20  # integrity examples kept; the counts stay exact beyond this
 TOP_REASONS = 10
+_NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
 
 
 class WindowError(LingyiError):
@@ -253,13 +258,14 @@ def window_from_args(
     until: str | None = None,
     now: datetime | None = None,
 ) -> Window:
-    """The CLI rule: ``--since``/``--until`` (either may be open) or ``--days`` (default 7)."""
+    """The CLI rule: ``--since`` [``--until``, default today] or ``--days`` (default 7)."""
     if since is None and until is None:
         return days_window(days or 7, zone, now)
     if days is not None:
         raise WindowError("use --days or --since/--until, not both")
-    today = _today(zone, now).isoformat()
-    return range_window(since or "1970-01-01", until or today, zone)
+    if since is None:
+        raise WindowError("--until needs --since (or use --days)")
+    return range_window(since, until or _today(zone, now).isoformat(), zone)
 
 
 # --------------------------------------------------------------------------- latency
@@ -286,16 +292,27 @@ class LatencyHistogram:
         self.low = math.inf
         self.high = -math.inf
 
-    def add(self, ms: float) -> None:
+    @classmethod
+    def bucket_of(cls, ms: float) -> int | None:
+        """The bucket of ``ms``; None for the zero bucket (below 1 µs)."""
+        if ms < 0.001:
+            return None
+        index = math.floor(math.log(ms) / cls._LOG_G)
+        return min(max(index, cls._LOW), cls._HIGH)
+
+    def add(self, ms: float, bucket: int | None = None) -> None:
+        """Count ``ms``; ``bucket`` may be passed when already computed for ``ms``."""
         self.count += 1
         self.total += ms
-        self.low = min(self.low, ms)
-        self.high = max(self.high, ms)
-        if ms < 0.001:
+        if ms < self.low:
+            self.low = ms
+        if ms > self.high:
+            self.high = ms
+        index = self.bucket_of(ms) if bucket is None else bucket
+        if index is None:
             self.zeros += 1
-            return
-        index = math.floor(math.log(ms) / self._LOG_G)
-        self.buckets[min(max(index, self._LOW), self._HIGH)] += 1
+        else:
+            self.buckets[index] += 1
 
     def merge(self, other: LatencyHistogram) -> None:
         self.buckets.update(other.buckets)
@@ -356,6 +373,18 @@ def hash_ok(raw: bytes, record: dict[str, Any]) -> bool:
     return record_hash(record) == record.get("hash")
 
 
+_INTEGRITY_COUNTS = (
+    "lines",
+    "records",
+    "unreadable",
+    "invalid",
+    "edited",
+    "relinked",
+    "unhashed",
+    "unknown_schema",
+)
+
+
 @dataclass
 class Integrity:
     """What was wrong with the log, counted exactly, with the first few examples."""
@@ -373,9 +402,18 @@ class Integrity:
     examples: list[dict[str, Any]] = field(default_factory=list)
 
     def note(self, lineno: int, record_id: object, problem: str) -> None:
-        if len(self.examples) < MAX_EXAMPLES:
+        if len(self.examples) < MAX_EXAMPLES or lineno < self.examples[-1]["line"]:
             rid = record_id if isinstance(record_id, str) else None
             self.examples.append({"line": lineno, "id": rid, "problem": problem})
+            self.examples = sorted(self.examples, key=lambda e: e["line"])[:MAX_EXAMPLES]
+
+    def merge(self, other: Integrity, line_offset: int) -> None:
+        for name in _INTEGRITY_COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.schema_versions.update(other.schema_versions)
+        self.other_kinds.update(other.other_kinds)
+        moved = [{**e, "line": e["line"] + line_offset} for e in other.examples]
+        self.examples = sorted(self.examples + moved, key=lambda e: e["line"])[:MAX_EXAMPLES]
 
     def as_json(self) -> dict[str, Any]:
         breaks = self.edited + self.relinked
@@ -398,24 +436,35 @@ class Integrity:
 
 
 class _Chain:
-    """Follows ``prev``/``hash`` like the writer does: lines without a hash are skipped."""
+    """Follows ``prev``/``hash`` like the writer does: lines without a hash are skipped.
 
-    def __init__(self, integrity: Integrity) -> None:
+    A chunk read by a worker starts mid-log with ``prev=None``: its first link is kept in
+    ``first_link`` and checked when the chunks are merged in order.
+    """
+
+    def __init__(self, integrity: Integrity, prev: str | None = GENESIS) -> None:
         self.integrity = integrity
-        self.prev = GENESIS
+        self.prev = prev
+        self.first_link: tuple[int, object, object] | None = None
 
-    def check(self, lineno: int, raw: bytes, record: dict[str, Any]) -> None:
+    def check(self, lineno: int, raw: bytes, record: dict[str, Any], verified: bool) -> None:
+        """``verified``: the caller already matched the hash on the raw bytes."""
         stored = record.get("hash")
         if not isinstance(stored, str):
             self.integrity.unhashed += 1  # older schema: written before the chain
             return
-        if not hash_ok(raw, record):
+        if not (verified or hash_ok(raw, record)):
             self.integrity.edited += 1
             self.integrity.note(lineno, record.get("id"), "hash does not match (edited)")
+        elif self.prev is None:
+            self.first_link = (lineno, record.get("id"), record.get("prev"))
         elif record.get("prev") != self.prev:
-            self.integrity.relinked += 1
-            self.integrity.note(lineno, record.get("id"), "prev does not match (deleted?)")
+            self.link_broken(lineno, record.get("id"))
         self.prev = stored
+
+    def link_broken(self, lineno: int, record_id: object) -> None:
+        self.integrity.relinked += 1
+        self.integrity.note(lineno, record_id, "prev does not match (deleted?)")
 
 
 # --------------------------------------------------------------------------- reading
@@ -429,8 +478,8 @@ class RawLine:
     error: str | None
 
 
-def read_lines(path: Path) -> Iterator[RawLine]:
-    """Stream the log keeping each line's bytes (the hash fast path needs them)."""
+def raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Stream the non-empty lines of the log with their numbers, as bytes."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -440,10 +489,16 @@ def read_lines(path: Path) -> Iterator[RawLine]:
     with handle:
         for lineno, raw in enumerate(handle, start=1):
             if raw.strip():
-                yield _decode(lineno, raw)
+                yield lineno, raw
 
 
-def _decode(lineno: int, raw: bytes) -> RawLine:
+def read_lines(path: Path) -> Iterator[RawLine]:
+    """Stream the log as decoded lines, keeping the bytes (the hash fast path needs them)."""
+    for lineno, raw in raw_lines(path):
+        yield decode_line(lineno, raw)
+
+
+def decode_line(lineno: int, raw: bytes) -> RawLine:
     try:
         value = json.loads(raw)
     except ValueError as exc:
@@ -453,6 +508,39 @@ def _decode(lineno: int, raw: bytes) -> RawLine:
     if not isinstance(value, dict):
         return RawLine(lineno, raw, None, "not a JSON object")
     return RawLine(lineno, raw, value, None)
+
+
+# The writer's canonical layout ends every record with ts, (type), v and the hash; keys
+# are sorted, so these are top-level keys whenever they sit right before the hash.
+_TAIL_RE = re.compile(
+    rb',"ts":"([^"\\]{1,40})"(?:,"type":"[a-z_]{1,40}")?,"v":(\d{1,6}),'
+    rb'"hash":"([0-9a-f]{64})"\}\r?\n?\Z'
+)
+_KIND = b'"kind":"'
+_VER = b'verification"'
+
+
+def tail_match(raw: bytes) -> re.Match[bytes] | None:
+    """The writer's tail (ts, type, v, hash) of ``raw``, looked for in its last bytes only."""
+    return _TAIL_RE.search(raw, max(0, len(raw) - 240))
+
+
+def skimmable(raw: bytes, match: re.Match[bytes], prev: str | None) -> bool:
+    """Is ``raw`` a verification exactly as VerificationLog wrote it, linked to ``prev``?
+
+    Most records of a big log fall outside the window asked for; this checks their hash
+    and link without the cost of parsing them. Anything unusual (another layout, a hash
+    or link that does not match, a ``kind`` other than verification, a nested ``kind``)
+    answers False and the caller parses the line properly.
+    """
+    digest = hashlib.sha256(memoryview(raw)[: match.start(3) - len(_HASH_TAIL)])
+    digest.update(b"}")
+    if prev is None or digest.hexdigest().encode() != match[3]:
+        return False
+    if b'"prev":"%s"' % prev.encode() not in raw:
+        return False
+    kind = raw.find(_KIND)
+    return kind < 0 or (raw.startswith(_VER, kind + 8) and raw.find(_KIND, kind + 8) < 0)
 
 
 def failed_codes(record: dict[str, Any]) -> list[str]:
@@ -475,6 +563,10 @@ def record_kind(record: dict[str, Any]) -> str:
 Tally = list[int]  # [approved, rejected, fallback]
 
 
+def _add(a: Tally, b: Tally) -> Tally:
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
 def _bump(table: dict[str, Tally], key: str, index: int) -> None:
     tally = table.get(key)
     if tally is None:
@@ -495,15 +587,18 @@ class _Appeals:
 class Aggregator:
     """One streaming pass over the log; ``result()`` gives the stable JSON."""
 
-    def __init__(self, window: Window, member: str | None = None) -> None:
+    def __init__(
+        self, window: Window, member: str | None = None, prev: str | None = GENESIS
+    ) -> None:
         self.window, self.member = window, member
         self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
         self.day_keys = window.day_keys()
         self.integrity = Integrity()
-        self.chain = _Chain(self.integrity)
+        self.chain = _Chain(self.integrity, prev)
         self.groups: dict[str, dict[str, Tally]] = {
-            k: {} for k in ("member", "type", "tool", "code", "day")
+            k: {} for k in ("member", "type", "tool", "code")
         }
+        self.day_tallies: list[Tally] = [[0, 0, 0] for _ in self.day_keys]
         self.totals: Tally = [0, 0, 0]
         self.checked: Counter[str] = Counter()
         self.intercepted: Counter[str] = Counter({i.name: 0 for i in INTERCEPTS})
@@ -517,7 +612,27 @@ class Aggregator:
 
     # -- per line ----------------------------------------------------------------------
 
-    def feed(self, line: RawLine) -> None:
+    def feed_raw(self, lineno: int, raw: bytes) -> None:
+        """Count one line; lines outside the window are only checked, not parsed."""
+        match = tail_match(raw)
+        if (
+            match is not None
+            and int(match[2]) <= SCHEMA_VERSION
+            and self._outside(match[1])
+            and skimmable(raw, match, self.chain.prev)
+        ):
+            self.integrity.lines += 1
+            self.integrity.records += 1
+            self.integrity.schema_versions[match[2].decode()] += 1
+            self.chain.prev = match[3].decode()
+            return
+        self.feed(decode_line(lineno, raw))
+
+    def _outside(self, ts: bytes) -> bool:
+        key = normalise_ts(ts.decode())
+        return key is not None and not self.start_key <= key < self.end_key
+
+    def feed(self, line: RawLine, verified: bool = False) -> None:
         self.integrity.lines += 1
         record = line.record
         if record is None:
@@ -525,7 +640,7 @@ class Aggregator:
             self.integrity.note(line.lineno, None, line.error or "unreadable")
             return
         self.integrity.records += 1
-        self.chain.check(line.lineno, line.raw, record)
+        self.chain.check(line.lineno, line.raw, record, verified)
         self._schema(line.lineno, record)
         kind = record_kind(record)
         if kind == "verification":
@@ -569,29 +684,39 @@ class Aggregator:
         groups = self.groups
         _bump(groups["member"], member, index)
         _bump(groups["type"], str(record.get("type")), index)
-        _bump(groups["day"], str(bisect_right(self.day_keys, key) - 1), index)
+        self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
         tool = record.get("tool_call")
         if isinstance(tool, dict):
             _bump(groups["tool"], str(tool.get("name")), index)
-        self._checks(record, index)
+        checks = record.get("checks")
+        if isinstance(checks, list):
+            failed = self._checked(checks)
+            if failed or index == REJECTED:
+                self._failures(record, failed, index)
         self._latency(member, record.get("latency_ms"))
 
-    def _checks(self, record: dict[str, Any], index: int) -> None:
-        checks = record.get("checks")
+    def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
+        """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
+        checked, failed = self.checked, []
+        for check in checks:
+            if isinstance(check, dict):
+                code = check.get("code")
+                checked[code if isinstance(code, str) else str(code)] += 1
+                if check.get("passed") is False:
+                    failed.append(check)
+        return failed
+
+    def _failures(self, record: dict[str, Any], failed: list[dict[str, Any]], index: int) -> None:
         hit: set[str] = set()
         blocking = False
-        for check in checks if isinstance(checks, list) else ():
-            if not isinstance(check, dict):
-                continue
+        for check in failed:
             code = str(check.get("code"))
-            self.checked[code] += 1
-            if check.get("passed") is False:
-                _bump(self.groups["code"], code, index)
-                if index != APPROVED:
-                    hit.update(self._intercepts_of(code))
-                if index == REJECTED and check.get("on_fail") != "warn":
-                    blocking = True
-                    self._reject_reason(code, check.get("reason"))
+            _bump(self.groups["code"], code, index)
+            if index != APPROVED:
+                hit.update(self._intercepts_of(code))
+            if index == REJECTED and check.get("on_fail") not in _NOT_REJECTING:
+                blocking = True
+                self._reject_reason(code, check.get("reason"))
         self.intercepted.update(hit)
         if index == REJECTED and not blocking:  # e.g. an older record without checks
             self._reject_reason("(no failed check)", record.get("reason"))
@@ -609,13 +734,15 @@ class Aggregator:
         return names
 
     def _latency(self, member: str, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        if value.__class__ not in (int, float) or value != value:  # not bool, not NaN
             return
-        self.latency.add(float(value))
+        ms = float(value)
+        bucket = LatencyHistogram.bucket_of(ms)
+        self.latency.add(ms, bucket)
         histogram = self.member_latency.get(member)
         if histogram is None:
             histogram = self.member_latency[member] = LatencyHistogram()
-        histogram.add(float(value))
+        histogram.add(ms, bucket)
 
     # -- appeals -----------------------------------------------------------------------
 
@@ -661,6 +788,40 @@ class Aggregator:
             counts.overturned_approvals += 1  # a verdict that should have blocked
         elif outcome == "overturned":
             counts.overturned += 1
+
+    # -- merging chunks ----------------------------------------------------------------
+
+    def merge(self, other: Aggregator, line_offset: int) -> None:
+        """Add the counters of the chunk that follows this one in the log."""
+        link = other.chain.first_link
+        if link is not None and link[2] != self.chain.prev:
+            self.chain.link_broken(link[0] + line_offset, link[1])
+        self.chain.prev = other.chain.prev or self.chain.prev
+        self.integrity.merge(other.integrity, line_offset)
+        for group, table in other.groups.items():
+            for name, tally in table.items():
+                for index, value in enumerate(tally):
+                    self.groups[group].setdefault(name, [0, 0, 0])[index] += value
+        self.totals = _add(self.totals, other.totals)
+        self.day_tallies = [
+            _add(a, b) for a, b in zip(self.day_tallies, other.day_tallies, strict=True)
+        ]
+        self._merge_counters(other)
+
+    def _merge_counters(self, other: Aggregator) -> None:
+        self.checked.update(other.checked)
+        self.intercepted.update(other.intercepted)
+        self.reject_codes.update(other.reject_codes)
+        for code, text in other.reject_examples.items():
+            self.reject_examples.setdefault(code, text)
+        self.latency.merge(other.latency)
+        for member, histogram in other.member_latency.items():
+            self.member_latency.setdefault(member, LatencyHistogram()).merge(histogram)
+        for key, counts in other.appeals.items():
+            mine = self.appeals.setdefault(key, _Appeals())
+            for name in ("filed", "upheld", "overturned", "overturned_approvals"):
+                setattr(mine, name, getattr(mine, name) + getattr(counts, name))
+        self.pending_subjects.extend(other.pending_subjects)
 
     # -- result ------------------------------------------------------------------------
 
@@ -767,12 +928,8 @@ class StatsView:
         return out
 
     def _by_day(self) -> list[dict[str, Any]]:
-        table = self.agg.groups["day"]
-        days = self.agg.window.days()
-        return [
-            {"date": d.isoformat(), **counts_json(table.get(str(i), [0, 0, 0]))}
-            for i, d in enumerate(days)
-        ]
+        days = zip(self.agg.window.days(), self.agg.day_tallies, strict=True)
+        return [{"date": d.isoformat(), **counts_json(tally)} for d, tally in days]
 
     def _top_reasons(self) -> list[dict[str, Any]]:
         agg = self.agg
@@ -789,11 +946,23 @@ _LATENCY_METHOD = "log-bucket histogram (1% buckets, nearest rank, relative erro
 # --------------------------------------------------------------------------- entry points
 
 
-def compute_stats(path: Path, window: Window, *, member: str | None = None) -> dict[str, Any]:
-    """Stats of the log at ``path`` over ``window`` in one streaming pass."""
-    agg = Aggregator(window, member)
-    for line in read_lines(path):
-        agg.feed(line)
+PARALLEL_MIN_BYTES = 256 << 20  # below this, starting workers costs more than it saves
+CHUNK_BYTES = 32 << 20
+MAX_WORKERS = 8
+
+
+def compute_stats(
+    path: Path, window: Window, *, member: str | None = None, workers: int | None = None
+) -> dict[str, Any]:
+    """Stats of the log at ``path`` over ``window``, streaming.
+
+    A big log (over 256 MB, about 170k records) is cut into byte ranges at line starts,
+    read by worker processes (one per CPU, at most 8), and the per-chunk counters are
+    merged in order (the chain link between chunks included), so
+    the result is the one a single pass gives. ``workers`` forces the number of chunks
+    (1 = a single pass in this process); by default it depends on the size and the CPUs.
+    """
+    agg = _aggregate(path, window, member, workers)
     if agg.pending_subjects:
         _backfill_subjects(path, agg)
     result = agg.result()
@@ -801,6 +970,119 @@ def compute_stats(path: Path, window: Window, *, member: str | None = None) -> d
     if not result["integrity"]["ok"]:
         log.warning("stats.log_integrity", log=str(path), **_integrity_brief(result))
     return result
+
+
+@dataclass(frozen=True)
+class _Task:
+    path: Path
+    start: int
+    end: int | None  # None: to the end of the file, including lines appended meanwhile
+    window: Window
+    member: str | None
+
+
+def _scan(task: _Task) -> tuple[Aggregator, int]:
+    """Count one byte range of the log; returns the counters and its physical lines."""
+    agg = Aggregator(task.window, task.member, GENESIS if task.start == 0 else None)
+    lineno, position = 0, task.start
+    with task.path.open("rb") as handle:
+        handle.seek(task.start)
+        for raw in handle:
+            if task.end is not None and position >= task.end:
+                break
+            position += len(raw)
+            lineno += 1
+            if raw.strip():
+                agg.feed_raw(lineno, raw)
+    return agg, lineno
+
+
+def _aggregate(path: Path, window: Window, member: str | None, workers: int | None) -> Aggregator:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return Aggregator(window, member)  # no log yet: every figure is zero
+    count = workers or _auto_workers(size)
+    tasks = [_Task(path, a, b, window, member) for a, b in _split(path, size, count)]
+    if len(tasks) == 1:
+        return _scan(tasks[0])[0]
+    return _merge_parts(_run_chunks(tasks))
+
+
+def _run_chunks(tasks: list[_Task]) -> list[tuple[Aggregator, int]]:
+    try:
+        return _run_workers(tasks)
+    except (OSError, WorkerError) as exc:  # e.g. a sandbox that allows no processes
+        log.warning("stats.workers_failed", error=str(exc))
+        return [_scan(t) for t in tasks]
+
+
+class WorkerError(LingyiError):
+    """A worker process counting a chunk of the log failed."""
+
+
+# Workers are plain ``python -c`` processes, not multiprocessing: they never re-import the
+# caller's __main__ (``python -m lingyi`` runs its CLI at import), and starting them is
+# safe from a threaded caller such as the MCP server.
+_WORKER_CODE = "import lingyi.stats as s; s.worker_main()"
+
+
+def _run_workers(tasks: list[_Task]) -> list[tuple[Aggregator, int]]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_package_root(), *sys.path])}
+    command = [sys.executable, "-c", _WORKER_CODE]
+    procs = [subprocess.Popen(command, stdin=PIPE, stdout=PIPE, env=env) for _ in tasks]
+    for proc, task in zip(procs, tasks, strict=True):
+        assert proc.stdin is not None
+        proc.stdin.write(pickle.dumps(task))
+        proc.stdin.close()
+    return [_collect(proc) for proc in procs]
+
+
+def _collect(proc: subprocess.Popen[bytes]) -> tuple[Aggregator, int]:
+    assert proc.stdout is not None
+    data = proc.stdout.read()
+    if proc.wait() != 0:
+        raise WorkerError(f"stats worker exited with {proc.returncode}")
+    part: tuple[Aggregator, int] = pickle.loads(data)  # our own child, our own classes
+    return part
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def worker_main() -> None:
+    """Entry point of a worker process: a pickled task on stdin, counters on stdout."""
+    task: _Task = pickle.loads(sys.stdin.buffer.read())
+    sys.stdout.buffer.write(pickle.dumps(_scan(task)))
+
+
+def _auto_workers(size: int) -> int:
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, MAX_WORKERS, size // CHUNK_BYTES))
+
+
+def _split(path: Path, size: int, parts: int) -> list[tuple[int, int | None]]:
+    """Byte ranges that start at line starts; the last one is open-ended."""
+    starts = [0]
+    with path.open("rb") as handle:
+        for i in range(1, parts):
+            handle.seek(size * i // parts)
+            handle.readline()  # skip to the start of the next line
+            if starts[-1] < handle.tell() < size:
+                starts.append(handle.tell())
+    ends: list[int | None] = [*starts[1:], None]
+    return list(zip(starts, ends, strict=True))
+
+
+def _merge_parts(parts: list[tuple[Aggregator, int]]) -> Aggregator:
+    total, offset = parts[0][0], parts[0][1]
+    for agg, lines in parts[1:]:
+        total.merge(agg, offset)
+        offset += lines
+    return total
 
 
 def _integrity_brief(result: dict[str, Any]) -> dict[str, int]:

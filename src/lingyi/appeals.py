@@ -1,0 +1,244 @@
+"""Appeals against the guard's verdicts, kept in the verification log itself.
+
+An appeal and its resolution are appended records (the log stays append-only and
+hash-chained): ``{"kind": "appeal", "appeal_of": <verification id>, ...}`` and
+``{"kind": "appeal_resolution", "appeal_of", "appeal_id", "outcome", ...}``. Both carry a
+``subject``: a snapshot of the appealed verification (ts, member, decision, failed check
+codes), so that stats attribute appeals per member and per code in one streaming pass
+without remembering every verification.
+
+Finding a record by id streams the log once. The check and the append run under an
+advisory lock file next to the log, so two people cannot open the same appeal twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from lingyi.errors import LingyiError
+from lingyi.stats import read_lines, record_kind, subject_of
+from lingyi.vlog import VerificationLog
+
+log = structlog.get_logger(__name__)
+
+OUTCOMES = ("upheld", "overturned")
+
+
+class AppealError(LingyiError):
+    """An appeal cannot be recorded or resolved (the message says why and what to do)."""
+
+
+class UnknownRecordError(AppealError):
+    """No record in the log has the id given."""
+
+
+class NotAVerificationError(AppealError):
+    """The id names a record that is not a verification (an appeal of an appeal)."""
+
+
+class AppealOpenError(AppealError):
+    """The verification already has an appeal waiting for a decision."""
+
+
+class NoOpenAppealError(AppealError):
+    """There is no appeal to resolve for the id given."""
+
+
+class AlreadyResolvedError(AppealError):
+    """The appeal already has a resolution."""
+
+
+def default_actor() -> str:
+    """Who is acting: ``$LINGYI_USER``, else the login name."""
+    try:
+        return os.environ.get("LINGYI_USER") or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+@dataclass
+class _Found:
+    """Everything in the log about one id: the record, its appeals, their resolutions."""
+
+    target: dict[str, Any] | None = None
+    appeals: list[dict[str, Any]] = field(default_factory=list)
+    resolutions: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def open_appeals(self) -> list[dict[str, Any]]:
+        return [a for a in self.appeals if a.get("id") not in self.resolutions]
+
+
+def _find(path: Path, ref: str) -> _Found:
+    """One streaming pass; keeps only the records that concern ``ref``."""
+    found = _Found()
+    for line in read_lines(path):
+        record = line.record
+        if record is None:
+            continue
+        if record.get("id") == ref:
+            found.target = record
+        kind = record_kind(record)
+        concerns = ref in (record.get("appeal_of"), record.get("id"), record.get("appeal_id"))
+        if kind == "appeal" and concerns:
+            found.appeals.append(record)
+        elif kind == "appeal_resolution" and concerns:
+            found.resolutions[str(record.get("appeal_id"))] = record
+    return found
+
+
+@contextmanager
+def _appeal_lock(path: Path) -> Iterator[None]:
+    # A separate lock file: VerificationLog.append flocks the log itself, and a second
+    # flock on the log from this process would wait for ourselves.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{path}.appeal-lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def file_appeal(
+    path: Path, verification_id: str, reason: str, by: str | None = None
+) -> dict[str, Any]:
+    """Append an appeal against a verification and return the record written."""
+    if not reason.strip():
+        raise AppealError('an appeal needs a reason (--reason "...")')
+    with _appeal_lock(path):
+        found = _find(path, verification_id)
+        target = _require_verification(found, verification_id, path)
+        if found.open_appeals():
+            open_id = found.open_appeals()[-1].get("id")
+            raise AppealOpenError(
+                f"verification {verification_id} already has an open appeal {open_id}; "
+                f"resolve it first: lingyi appeal resolve {open_id} --uphold|--overturn"
+            )
+        record = {
+            "kind": "appeal",
+            "appeal_of": verification_id,
+            "reason": reason,
+            "by": by or default_actor(),
+            "subject": subject_of(target),
+        }
+        return _append(path, record)
+
+
+def _require_verification(found: _Found, ref: str, path: Path) -> dict[str, Any]:
+    if found.target is None:
+        raise UnknownRecordError(f"no record with id {ref} in {path}")
+    kind = record_kind(found.target)
+    if kind != "verification":
+        raise NotAVerificationError(
+            f"{ref} is an {kind} record; only verifications can be appealed"
+        )
+    return found.target
+
+
+def resolve_appeal(
+    path: Path, ref: str, outcome: str, note: str, by: str | None = None
+) -> dict[str, Any]:
+    """Record the human decision on an appeal; ``ref`` is the appeal or verification id."""
+    if outcome not in OUTCOMES:
+        raise AppealError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
+    with _appeal_lock(path):
+        found = _find(path, ref)
+        appeal = _appeal_to_resolve(found, ref, path)
+        record = {
+            "kind": "appeal_resolution",
+            "appeal_of": appeal.get("appeal_of"),
+            "appeal_id": appeal.get("id"),
+            "outcome": outcome,
+            "note": note,
+            "by": by or default_actor(),
+        }
+        subject = appeal.get("subject") or _subject_if_verification(found.target)
+        if subject is not None:
+            record["subject"] = subject
+        return _append(path, record)
+
+
+def _appeal_to_resolve(found: _Found, ref: str, path: Path) -> dict[str, Any]:
+    if found.target is None:
+        raise UnknownRecordError(f"no record with id {ref} in {path}")
+    kind = record_kind(found.target)
+    if kind == "appeal":
+        appeal = found.target
+    elif kind == "verification":
+        appeal = _open_appeal_of(found, ref)
+    else:
+        raise AppealError(f"{ref} is an {kind} record, not an appeal or a verification")
+    previous = found.resolutions.get(str(appeal.get("id")))
+    if previous is not None:
+        raise AlreadyResolvedError(
+            f"appeal {appeal.get('id')} was already resolved: {previous.get('outcome')} "
+            f"by {previous.get('by')} ({previous.get('id')})"
+        )
+    return appeal
+
+
+def _open_appeal_of(found: _Found, ref: str) -> dict[str, Any]:
+    open_appeals = found.open_appeals()
+    if open_appeals:
+        return open_appeals[-1]
+    if found.appeals:
+        raise AlreadyResolvedError(f"every appeal of verification {ref} is already resolved")
+    raise NoOpenAppealError(
+        f'verification {ref} has no appeal; file one first: lingyi appeal {ref} --reason "..."'
+    )
+
+
+def _subject_if_verification(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    if record is not None and record_kind(record) == "verification":
+        return subject_of(record)
+    return None
+
+
+def _append(path: Path, record: dict[str, Any]) -> dict[str, Any]:
+    with VerificationLog(path) as vlog:
+        written = vlog.append(record)
+    log.info(f"{record['kind']}.recorded", id=written["id"], appeal_of=record["appeal_of"])
+    return written
+
+
+def list_appeals(path: Path, *, open_only: bool = False) -> list[dict[str, Any]]:
+    """Every appeal with its status (open, upheld, overturned), oldest first.
+
+    Memory grows with the number of appeals, not with the log.
+    """
+    appeals: list[dict[str, Any]] = []
+    outcomes: dict[str, str] = {}
+    for line in read_lines(path):
+        record = line.record
+        kind = record_kind(record) if record is not None else ""
+        if record is not None and kind == "appeal":
+            appeals.append(_appeal_row(record))
+        elif record is not None and kind == "appeal_resolution":
+            outcomes[str(record.get("appeal_id"))] = str(record.get("outcome"))
+    for row in appeals:
+        row["status"] = outcomes.get(row["id"], "open")
+    return [row for row in appeals if not open_only or row["status"] == "open"]
+
+
+def _appeal_row(record: dict[str, Any]) -> dict[str, Any]:
+    subject = record.get("subject")
+    subject = subject if isinstance(subject, dict) else {}
+    return {
+        "id": str(record.get("id")),
+        "ts": record.get("ts"),
+        "appeal_of": record.get("appeal_of"),
+        "by": record.get("by"),
+        "reason": record.get("reason"),
+        "member": subject.get("member"),
+        "decision": subject.get("decision"),
+        "codes": subject.get("codes", []),
+    }

@@ -1,0 +1,185 @@
+"""Finding records in the verification log: the filters of ``lingyi log tail|query``.
+
+Both commands stream the log; ``tail`` keeps only the last N matches (a bounded deque),
+``query`` yields matches as it reads. Lines that cannot be read are counted in
+:class:`Skipped` so the CLI can say how many it passed over instead of hiding them.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from lingyi.stats import failed_codes, normalise_ts, read_lines, record_kind, ts_key
+
+KINDS = ("verification", "appeal", "appeal_resolution", "all")
+_TEXT_FIELDS = ("content", "reason", "recommendation", "note")
+
+
+@dataclass(frozen=True)
+class Query:
+    """Every given filter must hold; ``code`` and ``tool`` accept shell globs (``git.*``).
+
+    ``code`` matches a check that *failed*; for appeal records, ``member``, ``decision``
+    and ``code`` apply to the appealed verification (its snapshot in ``subject``).
+    """
+
+    member: str | None = None
+    decision: str | None = None
+    code: str | None = None
+    tool: str | None = None
+    session: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    text: str | None = None
+    kind: str = "verification"
+
+    def matches(self, record: dict[str, Any]) -> bool:
+        kind = record_kind(record)
+        if self.kind != "all" and kind != self.kind:
+            return False
+        view = record if kind == "verification" else _subject_view(record)
+        return self._in_time(record) and self._fields_match(view) and self._text_match(record)
+
+    def _in_time(self, record: dict[str, Any]) -> bool:
+        if self.start is None and self.end is None:
+            return True
+        key = normalise_ts(record.get("ts"))
+        if key is None:
+            return False
+        after = self.start is None or key >= ts_key(self.start)
+        return after and (self.end is None or key < ts_key(self.end))
+
+    def _fields_match(self, view: dict[str, Any]) -> bool:
+        wanted = {"member": self.member, "decision": self.decision, "session": self.session}
+        if any(want is not None and want != view.get(k) for k, want in wanted.items()):
+            return False
+        if self.tool is not None and not fnmatchcase(str(_tool_name(view)), self.tool):
+            return False
+        codes = view.get("codes") if "codes" in view else failed_codes(view)
+        return self.code is None or any(fnmatchcase(str(c), self.code) for c in codes or [])
+
+    def _text_match(self, record: dict[str, Any]) -> bool:
+        if not self.text:
+            return True
+        needle = self.text.casefold()
+        return any(needle in text.casefold() for text in _texts(record))
+
+
+def _subject_view(record: dict[str, Any]) -> dict[str, Any]:
+    subject = record.get("subject")
+    return subject if isinstance(subject, dict) else {}
+
+
+def _tool_name(view: dict[str, Any]) -> object:
+    tool = view.get("tool_call")
+    return tool.get("name") if isinstance(tool, dict) else view.get("tool")
+
+
+def _texts(record: dict[str, Any]) -> Iterator[str]:
+    for name in _TEXT_FIELDS:
+        value = record.get(name)
+        if isinstance(value, str):
+            yield value
+    checks = record.get("checks")
+    for check in checks if isinstance(checks, list) else ():
+        if isinstance(check, dict) and isinstance(check.get("reason"), str):
+            yield check["reason"]
+
+
+@dataclass
+class Skipped:
+    """Lines passed over because they could not be read (torn, not JSON)."""
+
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+
+    def add(self, lineno: int, error: str | None) -> None:
+        self.count += 1
+        if len(self.first) < 5:
+            self.first.append(f"line {lineno}: {error}")
+
+
+def query_log(
+    path: Path, query: Query, *, limit: int | None = None, skipped: Skipped | None = None
+) -> Iterator[dict[str, Any]]:
+    """Matching records in log order, at most ``limit``; unreadable lines go to ``skipped``."""
+    found = 0
+    for line in read_lines(path):
+        if line.record is None:
+            if skipped is not None:
+                skipped.add(line.lineno, line.error)
+            continue
+        if query.matches(line.record):
+            yield line.record
+            found += 1
+            if limit is not None and found >= limit:
+                return
+
+
+def tail_log(
+    path: Path, query: Query, count: int = 20, *, skipped: Skipped | None = None
+) -> list[dict[str, Any]]:
+    """The last ``count`` matching records, oldest first (memory bounded by ``count``)."""
+    return list(deque(query_log(path, query, skipped=skipped), maxlen=max(count, 0)))
+
+
+# --------------------------------------------------------------------------- output
+
+
+def format_jsonl(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def local_time(ts: object, zone: tzinfo) -> str:
+    key = normalise_ts(ts)
+    if key is None:
+        return f"{ts!s:<25}"
+    moment = datetime.fromisoformat(key).astimezone(zone)
+    return moment.isoformat(sep=" ", timespec="seconds")
+
+
+def format_human(record: dict[str, Any], zone: tzinfo) -> str:
+    """One line a person can scan: time (in ``zone``), verdict, who, what, why, id."""
+    when, kind = local_time(record.get("ts"), zone), record_kind(record)
+    if kind == "appeal":
+        text = f"APPEAL    of {record.get('appeal_of')} by {record.get('by')}: "
+        text += _one_line(str(record.get("reason", "")))
+    elif kind == "appeal_resolution":
+        outcome = str(record.get("outcome", "?")).upper()
+        text = f"{outcome:<9} appeal {record.get('appeal_id')} by {record.get('by')}: "
+        text += _one_line(str(record.get("note", "")))
+    else:
+        text = _verification_text(record)
+    return f"{when}  {text}  [{record.get('id')}]"
+
+
+def text_width(text: str) -> int:
+    """Terminal columns: CJK characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, width: int, *, right: bool = False) -> str:
+    fill = " " * max(width - text_width(text), 0)
+    return fill + text if right else text + fill
+
+
+def _verification_text(record: dict[str, Any]) -> str:
+    codes = ",".join(failed_codes(record)) or "-"
+    tool = _tool_name(record) or "-"
+    decision = str(record.get("decision", "?")).upper()
+    who, kind = str(record.get("member")), str(record.get("type"))
+    head = f"{decision:<9} {pad(who, 12)} {pad(kind, 13)} {tool!s}"
+    return f"{head}  {codes}  {_one_line(str(record.get('reason', '')))}"
+
+
+def _one_line(text: str, width: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
