@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -175,6 +176,33 @@ def test_guarded_tool_decisions(
         assert code in found["codes"]
     if decision == "rejected":
         assert found["reason"] and found["recommendation"] and found["executed"] is None
+
+
+def test_every_result_conforms_to_its_output_schema(dep: Deployment) -> None:
+    """Approvals, rejections and backend refusals all match the declared output schema.
+
+    Clients such as the MCP Inspector validate structured content even on isError.
+    """
+    calls = [
+        ("search_knowledge", {"query": "气功"}, False),
+        ("search_knowledge", {"query": "失眠吃什么药"}, True),
+        ("git_commit", {"repo_path": str(dep.repo), "message": "nothing staged"}, True),
+        (
+            "verify_assertion",
+            {"member": "lingyi", "type": "communication", "content": "灵通说v0.17已发布"},
+            True,
+        ),
+        ("post_council_message", {"member": "lingyi", "content": "灵通说v0.17已发布"}, True),
+    ]
+
+    async def body(client: Client) -> None:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        for tool, args, is_error in calls:
+            result = await client.call_tool(tool, args)
+            assert result.is_error == is_error, (tool, result.content)
+            jsonschema.validate(result.structured_content, schemas[tool])
+
+    with_client(dep, body)
 
 
 def test_rejected_commit_never_runs_and_approved_commit_is_real(dep: Deployment) -> None:

@@ -119,10 +119,14 @@ R = TypeVar("R", bound=BaseModel)
 
 
 class Guarded(BaseModel, Generic[R]):
-    """A guarded tool's result: the verdict, then what the tool really returned."""
+    """A guarded tool's result: the verdict, then what the tool really returned.
+
+    ``result`` is null when the tool did not run (a rejection, or the backend refused), so
+    an error result still conforms to the tool's output schema.
+    """
 
     verdict: Verdict
-    result: R
+    result: R | None = None
 
 
 class SearchHits(BaseModel):
@@ -292,12 +296,12 @@ class GuardApp:
         result = self.check(caller, assertion)
         runnable = runnable_call(result, call)
         if runnable is None:
-            return refusal(verdict_of(result, member))
+            return refusal(Guarded(verdict=verdict_of(result, member)))
         executed: Literal["original", "fallback"] = "original" if runnable is call else "fallback"
         try:
             payload, evidence = execute(self, runnable.arguments)
         except BackendError as exc:
-            return refusal(verdict_of(result, member, executed, error=str(exc)))
+            return refusal(Guarded(verdict=verdict_of(result, member, executed, error=str(exc))))
         self.ledger.record(caller.session, member, name, runnable.arguments, evidence)
         return success(Guarded(verdict=verdict_of(result, member, executed), result=payload))
 
@@ -366,7 +370,7 @@ def success(payload: BaseModel) -> CallToolResult:
     )
 
 
-def refusal(verdict: Verdict) -> CallToolResult:
+def refusal(verdict: Verdict | Guarded[Any]) -> CallToolResult:
     """isError with the structured verdict: the model reads why and what to do instead."""
     return CallToolResult(
         content=_text(verdict), structured_content=verdict.model_dump(mode="json"), is_error=True
@@ -566,7 +570,7 @@ def app_post(app: GuardApp, caller: Caller, member: str, content: str) -> CallTo
     result = app.check(caller, assertion)
     text = content if result.decision is Decision.APPROVED else _fallback_text(result)
     if text is None:
-        return refusal(verdict_of(result, member))
+        return refusal(Guarded(verdict=verdict_of(result, member)))
     resolved = app.policies.resolve(member)
     message = CouncilMessage(sender=resolved.id if resolved else member, content=text)
     app.council.append(message)
