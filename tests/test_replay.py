@@ -76,6 +76,18 @@ def test_replay_logs_every_assertion(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert key in first, key
 
 
+def test_log_records_the_canonical_member(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An assertion by the alias LingYan is logged as lingresearch, with the name used kept."""
+    log = tmp_path / "log.jsonl"
+    main(["--log", str(log), "replay", str(ROOT / "examples" / "council-english.jsonl")])
+    by_id = {line.record["assertion_id"]: line.record for line in iter_log(log) if line.record}
+    assert by_id["en-17"]["member"] == "lingresearch"
+    assert by_id["en-17"]["member_as_given"] == "LingYan"
+    assert "member_as_given" not in by_id["en-1"]
+
+
 def test_malformed_lines_are_reported_and_the_rest_runs(tmp_path: Path) -> None:
     """Bad lines name their line number; every good assertion still gets a verdict."""
     transcript = tmp_path / "t.jsonl"

@@ -22,15 +22,21 @@ from lingyi.vlog import VerificationLog
 
 
 def verification_record(
-    assertion: Assertion, result: VerificationResult, source: str
+    assertion: Assertion, result: VerificationResult, source: str, member: str | None = None
 ) -> dict[str, Any]:
-    """The log record of one verification (the design's log contract)."""
+    """The log record of one verification (the design's log contract).
+
+    ``member`` is the canonical member id (灵研/LingYan → lingresearch) so that stats group by
+    member; the name the caller used is kept in ``member_as_given`` when it differs.
+    """
+    given = {"member_as_given": assertion.member} if member and member != assertion.member else {}
     return {
         "id": result.id,
         "kind": "verification",
         "source": source,
         "session": assertion.session,
-        "member": assertion.member,
+        "member": member or assertion.member,
+        **given,
         "type": assertion.type.value,
         "assertion_id": assertion.id,
         "content": assertion.content,
@@ -108,8 +114,14 @@ class Guard:
 
     def check(self, assertion: Assertion, ledger: Ledger) -> VerificationResult:
         result = self.layer.verify(assertion, ledger)
-        self.log.append(verification_record(assertion, result, self.source))
+        self.log.append(
+            verification_record(assertion, result, self.source, self.member_id(assertion))
+        )
         return result
+
+    def member_id(self, assertion: Assertion) -> str | None:
+        member = self.layer.policies.resolve(assertion.member)
+        return member.id if member else None
 
     def close(self) -> None:
         self.log.close()

@@ -280,7 +280,8 @@ class GuardApp:
         if may_speak_for(caller.token, assertion.member, self.policies):
             return self.guard.check(assertion, self.ledger)
         result = decide(assertion, [_unbound(caller, assertion)], self.config.language)
-        self.guard.log.append(verification_record(assertion, result, SOURCE))
+        member = self.guard.member_id(assertion)
+        self.guard.log.append(verification_record(assertion, result, SOURCE, member))
         return result
 
     def run_tool(

@@ -69,10 +69,11 @@ def compare(claim: str, record: str) -> Match:
     """Does ``record`` support ``claim``? Versions, status and topic must agree."""
     cv, rv = versions(claim), versions(record)
     if cv and not cv <= rv:
-        return Match(False, f"version differs (claim {sorted(cv)}, record {sorted(rv) or '-'})")
+        shown = ", ".join(sorted(rv)) or "none"
+        return Match(False, f"version differs: claim {', '.join(sorted(cv))}, record {shown}")
     cs, rs = status(claim), status(record)
     if cs and rs and cs != rs:
-        return Match(False, f"status contradicts the record (claim {cs}, record {rs})")
+        return Match(False, f"status contradicts the record: claim {cs}, record {rs}")
     return _topic_match(claim, record)
 
 
@@ -100,8 +101,8 @@ def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
         return ok(ctx.t("未涉及其他成员的言论", "no claim about another council member"))
     member = ctx.policies.members[claim.member]
     records = _records(ctx, member, params.use_work_evidence)
-    results = [(rid, compare(claim.text, text)) for rid, text in records]
-    if found := next((rid for rid, m in results if m.ok), None):
+    results = [(rid, text, compare(claim.text, text)) for rid, text in records]
+    if found := next((rid for rid, _, m in results if m.ok), None):
         return ok(
             ctx.t(f"与 {member.name} 的记录 {found} 一致", f"matches {member.id}'s record {found}"),
             member=member.id,
@@ -122,7 +123,7 @@ def _records(ctx: CheckContext, member: MemberPolicy, use_work: bool) -> list[tu
 
 
 def _not_on_record(
-    ctx: CheckContext, member: MemberPolicy, claim: Claim, results: list[tuple[str, Match]]
+    ctx: CheckContext, member: MemberPolicy, claim: Claim, results: list[tuple[str, str, Match]]
 ) -> Outcome:
     if not results:
         why = ctx.t(
@@ -130,10 +131,10 @@ def _not_on_record(
             f"{member.id} has no message on the council record",
         )
     else:
-        closest = results[-1]
+        rid, _, match = _closest(claim.text, results)
         why = ctx.t(
-            f"{member.name} 的记录中没有相符的消息（最近一条 {closest[0]}：{closest[1].why}）",
-            f"no message from {member.id} matches (latest {closest[0]}: {closest[1].why})",
+            f"{member.name} 的记录中没有相符的消息（最接近的 {rid}：{match.why}）",
+            f"no message from {member.id} matches (closest {rid}: {match.why})",
         )
     return fail(
         ctx.t("沟通内容无法证实：", "communication not on record: ") + why,
@@ -144,3 +145,9 @@ def _not_on_record(
         member=member.id,
         claim=claim.text,
     )
+
+
+def _closest(claim: str, results: list[tuple[str, str, Match]]) -> tuple[str, str, Match]:
+    """The record sharing the most terms with the claim: the one a person would compare."""
+    wanted = terms(claim)
+    return max(results, key=lambda r: len(wanted & terms(r[1])))

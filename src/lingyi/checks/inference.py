@@ -114,15 +114,15 @@ def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     content = ctx.assertion.content
     if has_label(content, params.labels):
         return ok(ctx.t("已标注为推演", "labelled as inference"))
-    if _reported_speech(ctx):  # 灵通说下周会上线: the forecast is the quoted member's own
-        return ok(
-            ctx.t(
-                "转述他人的话，预测属于原话", "reported speech: the forecast is the quoted member's"
-            )
-        )
     signal = prediction_signal(content)
     if signal is None:
         return ok(ctx.t("未发现作为事实陈述的预测", "no prediction asserted as fact"))
+    if _reported_speech(ctx):  # 灵通说下周会上线: the forecast is the quoted member's own
+        return ok(
+            ctx.t(
+                "转述成员原话，预测属于原话", "reported speech: the forecast is the quoted member's"
+            )
+        )
     label = params.label_zh if lang_of(content) == "zh" else params.label_en
     return fail(
         ctx.t(f"推断被当作事实陈述（“{signal}”）", f'inference asserted as fact ("{signal}")'),
