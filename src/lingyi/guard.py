@@ -16,7 +16,7 @@ from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
 from lingyi.layer import ConstraintLayer, Judge
 from lingyi.ledger import Ledger
-from lingyi.models import Assertion, VerificationResult
+from lingyi.models import Assertion, CheckResult, VerificationResult
 from lingyi.policy import PolicyStore
 from lingyi.vlog import VerificationLog
 
@@ -46,15 +46,21 @@ def verification_record(
         "reason": result.reason,
         "recommendation": result.recommendation,
         "fallback": result.fallback.model_dump(mode="json") if result.fallback else None,
-        "checks": [_check_record(c.model_dump(mode="json")) for c in result.checks],
+        "checks": [_check_record(c) for c in result.checks],
         "latency_ms": result.latency_ms,
         "policy_version": result.policy_version,
     }
 
 
-def _check_record(check: dict[str, Any]) -> dict[str, Any]:
-    keep = ("stage", "code", "passed", "on_fail", "reason", "degraded")
-    return {k: check[k] for k in keep}
+def _check_record(check: CheckResult) -> dict[str, Any]:
+    return {
+        "stage": check.stage.value,
+        "code": check.code,
+        "passed": check.passed,
+        "on_fail": check.on_fail.value,
+        "reason": check.reason,
+        "degraded": check.degraded,
+    }
 
 
 def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:

@@ -57,12 +57,14 @@ def redact_text(text: str) -> str:
 
 def redact(value: Any) -> Any:
     """Return ``value`` with every string inside it redacted (dicts and lists walked)."""
-    # One look at the whole record keeps ordinary records off the slow walk.
     text = json.dumps(value, ensure_ascii=False, default=str)
+    return _walk(value) if may_hold_secret(text) else value
+
+
+def may_hold_secret(text: str) -> bool:
+    """Does this JSON text need the (slow) redaction walk? Cheap for ordinary text."""
     lower = text.lower()
-    if not any(hint in lower for hint in _HINTS) or not _ANY.search(text):
-        return value
-    return _walk(value)
+    return any(hint in lower for hint in _HINTS) and _ANY.search(text) is not None
 
 
 def _walk(value: Any) -> Any:

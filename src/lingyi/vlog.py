@@ -21,7 +21,7 @@ from typing import Any
 
 from lingyi._ids import new_id, utc_now
 from lingyi.errors import LogError
-from lingyi.redact import redact
+from lingyi.redact import may_hold_secret, redact
 
 SCHEMA_VERSION = 1
 GENESIS = "0" * 64
@@ -100,7 +100,7 @@ class VerificationLog:
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Complete ``record`` (v, id, ts, prev, hash), write it, and return it."""
-        record = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now(), **redact(record)}
+        record = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now(), **record}
         with self._lock:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
@@ -118,6 +118,9 @@ class VerificationLog:
             prefix = b"" if tail.ends_with_newline else b"\n"  # isolate a torn line
         record["prev"] = self._last_hash
         body = canonical(record)
+        if may_hold_secret(body):  # the text is needed for the hash anyway: look once
+            record.update(redact(record))
+            body = canonical(record)
         record["hash"] = hashlib.sha256(body.encode()).hexdigest()
         line = prefix + (body[:-1] + f',"hash":"{record["hash"]}"}}\n').encode()
         os.write(self._fd, line)
