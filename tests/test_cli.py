@@ -123,3 +123,19 @@ def test_bad_config_names_the_file_and_key(tmp_path: Path) -> None:
     assert (
         done.returncode == 2 and "lingyi.toml" in done.stderr and "paths.validatorz" in done.stderr
     )
+
+
+def test_server_start_stops_on_an_invalid_policy(tmp_path: Path) -> None:
+    """`lingyi serve` refuses to start on a bad policy file and names the file and key."""
+    folder = tmp_path / "validators"
+    shutil.copytree(SHIPPED_POLICIES, folder)
+    path = folder / "lingzhi.toml"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace('stage = "boundary"', 'stage = "soon"', 1),
+        encoding="utf-8",
+    )
+    config = tmp_path / "lingyi.toml"
+    config.write_text(f'[paths]\nvalidators = "{folder}"\n', encoding="utf-8")
+    done = lingyi("--config", str(config), "--log", str(tmp_path / "l.jsonl"), "serve", stdin="")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "lingzhi.toml" in done.stderr and "checks[0].stage" in done.stderr
