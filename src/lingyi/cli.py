@@ -212,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Config: --config, $LINGYI_CONFIG, ./config/lingyi.toml, packaged defaults. "
         "Exit codes: 0 ok, 1 rejected/mismatch/broken chain, 2 bad input.",
     )
-    parser.add_argument("--config", help="config file (default: search order above)")
+    parser.add_argument("--config", help="config file (default: the search order below)")
     parser.add_argument("--log", help="verification log path (overrides config and $LINGYI_LOG)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     log_sub = _add_log(sub)
     _add_policy(sub)
-    _add_optional(sub, log_sub)
+    _add_review_and_server(sub, log_sub)
     return parser
 
 
@@ -284,16 +284,12 @@ def _add_policy(sub: Any) -> None:
     )
 
 
-def _add_optional(sub: Any, log_sub: Any) -> None:
-    """Commands from the review and server modules."""
-    import importlib
+def _add_review_and_server(sub: Any, log_sub: Any) -> None:
+    """Commands that live with their modules: review (stats, report, appeal) and server."""
+    from lingyi import review_cli, server_cli
 
-    for name, extra in (("review_cli", (log_sub,)), ("server_cli", ())):
-        try:
-            module = importlib.import_module(f"lingyi.{name}")
-        except ImportError:
-            continue
-        module.register(sub, *extra)
+    review_cli.register(sub, log_sub)
+    server_cli.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
