@@ -36,9 +36,6 @@ class Stage(StrEnum):
     JUDGE = "judge"
 
 
-STAGE_ORDER: tuple[Stage, ...] = tuple(Stage)
-
-
 class ToolCall(BaseModel):
     model_config = ConfigDict(extra="ignore")
 

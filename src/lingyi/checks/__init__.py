@@ -16,6 +16,8 @@ Adding a check::
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
+
 from lingyi.checks._registry import (
     REGISTRY,
     CheckContext,
@@ -35,13 +37,18 @@ __all__ = [
     "Outcome",
     "fail",
     "load_builtin_checks",
+    "load_plugins",
     "ok",
     "register",
 ]
 
 
+PLUGIN_GROUP = "lingyi.checks"
+_loaded_plugins: set[str] = set()
+
+
 def load_builtin_checks() -> None:
-    """Import the modules whose ``@register`` calls fill the registry."""
+    """Import the modules whose ``@register`` calls fill the registry, then plugins."""
     from lingyi.checks import (  # noqa: F401
         boundary,
         communication,
@@ -51,3 +58,17 @@ def load_builtin_checks() -> None:
         pre,
         tool,
     )
+
+    load_plugins()
+
+
+def load_plugins() -> None:
+    """Import checks that other packages declare under the ``lingyi.checks`` entry point.
+
+    A plugin package adds ``[project.entry-points."lingyi.checks"] mine = "my_pkg.checks"``;
+    importing that module registers its checks, which policies can then name.
+    """
+    for entry in entry_points(group=PLUGIN_GROUP):
+        if entry.value not in _loaded_plugins:
+            _loaded_plugins.add(entry.value)
+            entry.load()
