@@ -339,20 +339,43 @@ def test_data_sources_outside_the_data_roots_are_refused(tmp_path: Path, path: s
 
 
 def test_evidence_is_recorded_per_client_session(dep: Deployment) -> None:
-    """Evidence from one client's search supports its facts, never another client's."""
-    fact = {"member": "lingzhi", "type": "fact", "content": "知识库中有关于气功的文章"}
+    """Evidence from one client's search supports its citations, never another client's."""
+    fact = {"member": "lingzhi", "type": "fact", "content": "调息是气功的核心"}
+    found: list[str] = []
     decisions: list[str] = []
 
     async def first(client: Client) -> None:
         hits = (await client.call_tool("search_knowledge", {"query": "气功"})).structured_content
-        cited = fact | {"evidence_ids": [hits["result"]["hits"][0]["id"]]}  # type: ignore[index]
+        found.append(hits["result"]["hits"][0]["id"])  # type: ignore[index]
+        cited = fact | {"evidence_ids": found}
         decisions.append(verdict(await client.call_tool("verify_assertion", cited))["decision"])
 
     async def second(client: Client) -> None:
-        decisions.append(verdict(await client.call_tool("verify_assertion", fact))["decision"])
+        cited = fact | {"evidence_ids": found}
+        result = verdict(await client.call_tool("verify_assertion", cited))
+        decisions.append(result["decision"])
+        assert "evidence.cited_ids_exist" in result["codes"]
 
     with_client(dep, first, second)
     assert decisions == ["approved", "rejected"]
+
+
+def test_server_verifies_kb_facts_actively(dep: Deployment) -> None:
+    """With no search in the session, the server searches the KB itself; what it found is citable."""
+    out: list[dict[str, Any]] = []
+
+    async def body(client: Client) -> None:
+        for content, ids in [
+            ("知识库中有关于量子计算的文章", []),
+            ("知识库中有关于气功与呼吸的文章", []),
+            ("调息是气功的核心", ["kb:qg-007"]),
+        ]:
+            args = {"member": "lingzhi", "type": "fact", "content": content, "evidence_ids": ids}
+            out.append(verdict(await client.call_tool("verify_assertion", args)))
+
+    with_client(dep, body)
+    assert [v["decision"] for v in out] == ["rejected", "approved", "approved"]
+    assert out[0]["codes"] == ["evidence.subject_supported"]
 
 
 def test_commit_sha_becomes_citable_evidence(dep: Deployment) -> None:

@@ -173,15 +173,16 @@ def test_tokens_speak_only_for_their_members(
 
 def test_http_sessions_keep_their_own_evidence(dep: Deployment) -> None:
     """Stateful HTTP clients (mcp-session-id) each get their own ledger session."""
-    fact = {"member": "lingzhi", "type": "fact", "content": "知识库中有关于气功的文章"}
+    fact = {"member": "lingzhi", "type": "fact", "content": "调息是气功的核心"}
     decisions: list[str] = []
 
     async def body(url: str) -> None:
         async with client(url, "tok-desktop", "legacy") as first:
-            await first.call_tool("search_knowledge", {"query": "气功"})
-            decisions.append(verdict(await first.call_tool("verify_assertion", fact))["decision"])
+            hits = (await first.call_tool("search_knowledge", {"query": "气功"})).structured_content
+            cited = fact | {"evidence_ids": [hits["result"]["hits"][0]["id"]]}  # type: ignore[index]
+            decisions.append(verdict(await first.call_tool("verify_assertion", cited))["decision"])
         async with client(url, "tok-desktop", "legacy") as second:
-            decisions.append(verdict(await second.call_tool("verify_assertion", fact))["decision"])
+            decisions.append(verdict(await second.call_tool("verify_assertion", cited))["decision"])
 
     with_server(dep, body)
     assert decisions == ["approved", "rejected"]

@@ -8,6 +8,7 @@ Results go to stdout; diagnostics go to stderr through structlog.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterable
@@ -17,10 +18,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from lingyi import _logging
+from lingyi.backends.kb import KnowledgeBase
 from lingyi.config import Config, load_config
 from lingyi.council import MemoryCouncil
 from lingyi.errors import LingyiError, TranscriptError
-from lingyi.guard import Guard
+from lingyi.guard import Guard, kb_lookup
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, VerificationResult
 from lingyi.policy import load_policies
@@ -64,8 +66,13 @@ def _assertion_from_args(args: argparse.Namespace) -> Assertion:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    config = _config(args)
+    kb = functools.cache(lambda: KnowledgeBase(config.kb_dir))
     guard = Guard.from_config(
-        _config(args), source="cli", council=MemoryCouncil() if args.context else None
+        config,
+        source="cli",
+        council=MemoryCouncil() if args.context else None,
+        lookups={"knowledge_base": kb_lookup(kb)},
     )
     ledger = Ledger()
     if args.context:  # the transcript's events are the ledger and council record

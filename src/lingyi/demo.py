@@ -45,17 +45,18 @@ class Step:
 def _script(repo: str) -> list[Step]:
     """The session: for each problem, what is caught and what legitimate work passes."""
     kb_fact = "知识库中有关于气功的文章"
+    missing = "知识库中有关于量子计算的文章"
     audit_claim = "灵通说v0.16审计已经完成"
     forecast = "基于目前的趋势，B方案下周的准确率会超过0.9"
     return [
         Step("unverified assertion", "verify_assertion",
-             {"member": "lingzhi", "type": "fact", "content": kb_fact}, "rejected",
-             f"灵知: “{kb_fact}” before any search"),
+             {"member": "lingzhi", "type": "fact", "content": missing}, "rejected",
+             f"灵知: “{missing}” (the guard searched: nothing)"),
         Step("unverified assertion", "search_knowledge", {"query": "气功"}, "approved",
              "灵知 searches the KB for 气功"),
         Step("unverified assertion", "verify_assertion",
              {"member": "lingzhi", "type": "fact", "content": kb_fact}, "approved",
-             "the same statement, now backed by the search"),
+             f"“{kb_fact}”, backed by the search"),
         Step("unverified assertion", "verify_assertion",
              {"member": "lingzhi", "type": "fact", "content": "The KB has an article on qigong",
               "evidence_ids": ["kb:qg-404"]}, "rejected",

@@ -11,12 +11,13 @@ from typing import Any
 
 import httpx
 
+from lingyi.backends.kb import KnowledgeBase
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
 from lingyi.layer import ConstraintLayer, Judge
 from lingyi.ledger import Ledger
-from lingyi.models import Assertion, CheckResult, VerificationResult
+from lingyi.models import Assertion, CheckResult, Evidence, VerificationResult
 from lingyi.policy import PolicyStore
 from lingyi.vlog import VerificationLog
 
@@ -77,7 +78,10 @@ def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:
     return lookup
 
 
-def services_from(config: Config) -> Services:
+Lookup = Callable[[str], list[Evidence]]
+
+
+def services_from(config: Config, lookups: dict[str, Lookup] | None = None) -> Services:
     ev = config.raw.evidence
     return Services(
         repo_roots=config.repo_roots,
@@ -86,7 +90,23 @@ def services_from(config: Config) -> Services:
         trace_lookup=trace_lookup(ev.trace_backend_url, ev.trace_timeout_s)
         if ev.trace_backend_url
         else None,
+        lookups=lookups or {},
     )
+
+
+def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:
+    """Active verification against the knowledge base (opened on first use)."""
+
+    def search(query: str) -> list[Evidence]:
+        return [hit.to_evidence() for hit in kb().search(query, limit)]
+
+    return search
+
+
+def found_evidence(result: VerificationResult) -> list[Evidence]:
+    """What checks looked up themselves (active verification), to record as evidence."""
+    found = (c.detail.get("found") or [] for c in result.checks if c.passed)
+    return [Evidence.model_validate(item) for items in found for item in items]
 
 
 def _judge(config: Config) -> Judge | None:
@@ -105,12 +125,17 @@ class Guard:
 
     @classmethod
     def from_config(
-        cls, config: Config, *, source: str, council: CouncilRecord | None = None
+        cls,
+        config: Config,
+        *,
+        source: str,
+        council: CouncilRecord | None = None,
+        lookups: dict[str, Lookup] | None = None,
     ) -> Guard:
         layer = ConstraintLayer(
             PolicyStore(config.validators_dir),
             council if council is not None else FileCouncil(config.council_path),
-            services=services_from(config),
+            services=services_from(config, lookups),
             language=config.language,
             judge=_judge(config),
         )
@@ -119,10 +144,12 @@ class Guard:
         )
 
     def check(self, assertion: Assertion, ledger: Ledger) -> VerificationResult:
+        """Verify, log, and record what an active lookup found as this session's evidence."""
         result = self.layer.verify(assertion, ledger)
-        self.log.append(
-            verification_record(assertion, result, self.source, self.member_id(assertion))
-        )
+        member = self.member_id(assertion)
+        self.log.append(verification_record(assertion, result, self.source, member))
+        if found := found_evidence(result):
+            ledger.record(assertion.session, member or assertion.member, "lookup", {}, found)
         return result
 
     def member_id(self, assertion: Assertion) -> str | None:

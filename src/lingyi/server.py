@@ -56,7 +56,7 @@ from lingyi.backends.kb import KBHit, KnowledgeBase
 from lingyi.config import Config, TokenEntry
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError, ConfigError
-from lingyi.guard import Guard, verification_record
+from lingyi.guard import Guard, kb_lookup, verification_record
 from lingyi.layer import decide
 from lingyi.ledger import Ledger
 from lingyi.models import (
@@ -217,7 +217,12 @@ class GuardApp:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.council = FileCouncil(config.council_path)
-        self.guard = Guard.from_config(config, source=SOURCE, council=self.council)
+        self.guard = Guard.from_config(
+            config,
+            source=SOURCE,
+            council=self.council,
+            lookups={"knowledge_base": kb_lookup(lambda: self.kb)},  # active verification
+        )
         self.ledger = Ledger()
         self.data = DataRegistry(_data_sources(config), config.data_roots)
         self._kb: KnowledgeBase | None = None

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from lingyi.models import Assertion, Fallback
+from lingyi.models import Assertion, Evidence, Fallback
 
 if TYPE_CHECKING:
     from lingyi.council import CouncilRecord
@@ -54,6 +54,8 @@ class Services:
     data_roots: list[Path] = field(default_factory=list)
     data_sources: list[str] = field(default_factory=list)
     trace_lookup: Callable[[str], bool] | None = None
+    # Active verification: subject lookups by name (e.g. "knowledge_base" → search the KB).
+    lookups: dict[str, Callable[[str], list[Evidence]]] = field(default_factory=dict)
 
 
 @dataclass

@@ -100,6 +100,12 @@ def words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if w.lower() not in EN_STOP and len(w) > 2}
 
 
+def content_query(text: str) -> str:
+    """A search query of the text's content: CJK runs and English words that are not stopwords."""
+    latin = [w for w in _WORD.findall(text) if w.lower() not in EN_STOP and len(w) > 2]
+    return " ".join(_CJK_RUN.findall(text) + latin)
+
+
 def terms(text: str) -> set[str]:
     """Bigrams, English words and concept ids: what two texts can share."""
     return bigrams(text) | words(text) | {f"@{c}" for c in concepts(text)}

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
-from lingyi.checks._text import concepts, terms
+from lingyi.checks._text import concepts, content_query, terms
 from lingyi.checks.inference import is_inference
+from lingyi.models import Evidence
 
 
 class NoParams(CheckParams):
@@ -77,6 +78,7 @@ def id_patterns(ctx: CheckContext, params: IdPatternParams) -> Outcome:
 class SubjectSpec(CheckParams):
     markers: list[str]
     tools: list[str]
+    lookup: str | None = None  # a lookup service the server provides, e.g. "knowledge_base"
 
 
 class SubjectParams(CheckParams):
@@ -86,7 +88,11 @@ class SubjectParams(CheckParams):
 
 @register("evidence.subject_supported", SubjectParams)
 def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
-    """A fact about a verifiable subject needs related evidence from this session."""
+    """A fact about a verifiable subject needs related evidence from this session.
+
+    Where a lookup service is configured for the subject (the KB), the check may verify
+    actively: it searches, and passes with what it found in ``detail["found"]``.
+    """
     text = ctx.assertion.content
     lower = text.lower()
     subjects = {
@@ -98,26 +104,59 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
         return ok(
             ctx.t("推演而非事实陈述，不要求证据", "an inference, not a fact: no evidence required")
         )
+    found: list[Evidence] = []
     for name, spec in subjects.items():
-        if not _supported(ctx, spec, params.stop_terms):
+        claim = _claim_terms(ctx, spec, params.stop_terms)
+        if _supported(ctx, spec, claim):
+            continue
+        looked_up = _look_up(ctx, spec, claim, params.stop_terms)
+        if not looked_up:
             return _unsupported(ctx, name, spec)
-    return ok(
-        ctx.t(
-            f"有本会话证据支持（{'、'.join(subjects)}）",
-            f"supported by evidence in this session ({', '.join(subjects)})",
+        found += looked_up
+    return (
+        _found(ctx, found)
+        if found
+        else ok(
+            ctx.t(
+                f"有本会话证据支持（{'、'.join(subjects)}）",
+                f"supported by evidence in this session ({', '.join(subjects)})",
+            )
         )
     )
 
 
-def _supported(ctx: CheckContext, spec: SubjectSpec, stop: list[str]) -> bool:
-    ledger = ctx.ledger.session(ctx.assertion.session)
+def _claim_terms(ctx: CheckContext, spec: SubjectSpec, stop: list[str]) -> set[str]:
     stripped = _strip(ctx.assertion.content, [*spec.markers, *stop])
     # Markers say what the fact is about; their concepts (准确率 = accuracy) still relate.
-    claim = terms(stripped) | {f"@{c}" for c in concepts(ctx.assertion.content)}
-    for item in ledger.from_tools(set(spec.tools)):
-        if claim & terms(f"{item.title} {item.snippet}"):
-            return True
-    return False
+    return terms(stripped) | {f"@{c}" for c in concepts(ctx.assertion.content)}
+
+
+def _related(claim: set[str], item: Evidence) -> bool:
+    return bool(claim & terms(f"{item.title} {item.snippet}"))
+
+
+def _supported(ctx: CheckContext, spec: SubjectSpec, claim: set[str]) -> bool:
+    ledger = ctx.ledger.session(ctx.assertion.session)
+    return any(_related(claim, item) for item in ledger.from_tools(set(spec.tools)))
+
+
+def _look_up(
+    ctx: CheckContext, spec: SubjectSpec, claim: set[str], stop: list[str]
+) -> list[Evidence]:
+    """Search the subject ourselves (raises on outage: the layer applies on_error)."""
+    lookup = ctx.services.lookups.get(spec.lookup) if spec.lookup else None
+    if lookup is None:
+        return []
+    query = content_query(_strip(ctx.assertion.content, [*spec.markers, *stop]))
+    return [item for item in lookup(query) if _related(claim, item)] if query else []
+
+
+def _found(ctx: CheckContext, found: list[Evidence]) -> Outcome:
+    ids = ", ".join(e.id for e in found)
+    return ok(
+        ctx.t(f"已主动核实：检索到 {ids}", f"verified actively: the lookup found {ids}"),
+        found=[e.model_dump(mode="json") for e in found],
+    )
 
 
 def _strip(text: str, words: list[str]) -> str:
