@@ -139,3 +139,14 @@ def test_server_start_stops_on_an_invalid_policy(tmp_path: Path) -> None:
     done = lingyi("--config", str(config), "--log", str(tmp_path / "l.jsonl"), "serve", stdin="")
     assert done.returncode == 2 and done.stdout == ""
     assert "lingzhi.toml" in done.stderr and "checks[0].stage" in done.stderr
+
+
+def test_global_options_work_after_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`lingyi log verify --log X` reads X, as `lingyi --log X log verify` does."""
+    log = tmp_path / "l.jsonl"
+    main(["replay", "examples/council-basics.jsonl", "--log", str(log)])
+    capsys.readouterr()
+    assert main(["log", "verify", "--json", "--log", str(log)]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] == 28

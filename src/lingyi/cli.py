@@ -228,7 +228,28 @@ def build_parser() -> argparse.ArgumentParser:
     log_sub = _add_log(sub)
     _add_policy(sub)
     _add_review_and_server(sub, log_sub)
+    _share_global_options(parser)
     return parser
+
+
+def _share_global_options(parser: argparse.ArgumentParser) -> None:
+    """Accept --config/--log/-v after the command too (`lingyi stats --log X`).
+
+    SUPPRESS keeps the top-level value unless the option is given again after the command.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                child.add_argument("--config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+                child.add_argument("--log", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+                child.add_argument(
+                    "-v",
+                    "--verbose",
+                    action="store_true",
+                    default=argparse.SUPPRESS,
+                    help=argparse.SUPPRESS,
+                )
+                _share_global_options(child)
 
 
 def _add_verify(sub: Any) -> None:
