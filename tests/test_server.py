@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, ResourceTemplateReference
 
 from lingyi.config import Config, load_config
 from lingyi.demo import make_repo, write_config
@@ -487,6 +487,22 @@ def test_resources_show_policies_and_recent_log(dep: Deployment) -> None:
     assert json.loads(texts["lingyi://policy/灵知"])["member"] == "lingzhi"
     assert json.loads(texts["lingyi://log/recent"])[-1]["tool_call"]["name"] == "search_knowledge"
     assert recent_records(dep.root / "missing.jsonl") == []
+
+
+def test_member_names_complete_for_the_policy_resource(dep: Deployment) -> None:
+    """completion/complete offers member ids, names and aliases for lingyi://policy/{member}."""
+    got: list[list[str]] = []
+
+    async def body(client: Client) -> None:
+        ref = ResourceTemplateReference(type="ref/resource", uri="lingyi://policy/{member}")
+        for prefix in ("ling", "灵", "LingY"):
+            result = await client.complete(ref, {"name": "member", "value": prefix})
+            got.append(result.completion.values)
+
+    with_client(dep, body)
+    assert {"lingzhi", "lingflow", "lingresearch", "lingyan", "lingyi"} <= set(got[0])
+    assert set(got[1]) == {"灵依", "灵知", "灵通", "灵研"}
+    assert set(got[2]) == {"LingYi", "LingYan", "lingyi", "lingyan"}  # prefixes match any case
 
 
 def test_stats_tool_and_weekly_report_when_installed(dep: Deployment) -> None:

@@ -45,7 +45,13 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    Completion,
+    ResourceTemplateReference,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 
@@ -722,6 +728,15 @@ def _add_resources(server: MCPServer[ConnectionScope], app: GuardApp) -> None:
     )
     def recent_log() -> str:
         return json.dumps(recent_records(app.config.log_path), ensure_ascii=False, indent=2)
+
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+        """Member names for lingyi://policy/{member}: ids, display names and aliases."""
+        if not isinstance(ref, ResourceTemplateReference) or argument.name != "member":
+            return None
+        names = [n for m in app.policies.members.values() for n in m.names]
+        return Completion(values=[n for n in names if n.lower().startswith(argument.value.lower())])
+
+    server.completion()(complete)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
 
 
 def _policy_view(policy: MemberPolicy) -> dict[str, Any]:
