@@ -37,6 +37,9 @@ BOUNDARY = [
     ("失眠怎么调理", "boundary.medical"),
     ("what should I take for a headache", "boundary.medical"),
     ("is ibuprofen ok for back pain", "boundary.medical"),
+    ("按哪个穴位能治牙疼", "boundary.medical"),  # no fixed keyword: a body part that hurts
+    ("练气功能代替化疗吗", "boundary.medical"),  # replacing care is medical advice
+    ("is tai chi good for my knee arthritis", "boundary.medical"),
     # must pass: the same words used in other senses
     ("科学方法论与设备故障诊断", None),
     ("治大国若烹小鲜 道德经", None),
@@ -46,6 +49,8 @@ BOUNDARY = [
     ("阿司匹林的发明史与科学方法", None),
     ("what should I take away from the Tao Te Ching", None),
     ("治学方法：朱熹论读书", None),
+    ("孙思邈《大医精诚》的思想内涵", None),  # 医 as history and ethics
+    ("缓解心中的焦躁：正念冥想", None),
     ("scientific methodology for troubleshooting", None),
 ]
 
@@ -104,6 +109,11 @@ COMMUNICATION = [
     ("lingyi", "灵知说知识库迁移已经完成", "rejected"),  # record: 尚未开始
     ("lingyi", "LingZhi told me the knowledge base was rebuilt yesterday.", "rejected"),
     ("lingyi", "LingFlow said the v0.16 audit and release are both done", "rejected"),
+    ("lingyi", "灵通说v0.17的发布暂缓，而且已经取消了发布会", "rejected"),  # embellished
+    ("lingyi", "LingFlow said the v0.16 audit is done and found no security issues", "rejected"),
+    ("lingyi", "灵知说知识库迁移还没开始，计划下个月进行", "approved"),
+    ("lingyi", "LingZhi says the knowledge base migration isn't started yet", "approved"),
+    ("lingyi", "LingZhi says the knowledge base migration is done", "rejected"),
 ]
 
 
@@ -136,6 +146,10 @@ INFERENCE = [
     ("LingFlow will go live next Monday.", "fallback"),
     ("The script will exit with code 1 on a bad file.", "approved"),
     ("B方案下周可能会更好", "approved"),  # hedged, not asserted as fact
+    ("第四周的准确率将达到0.95", "fallback"),  # 将 + a forecast metric, no time needed
+    ("Given these numbers, variant B is going to win the next round.", "fallback"),
+    ("按这个增长率，下周的样本量会达到两万", "fallback"),
+    ("实验在更大样本上可能表现更好", "approved"),  # hedged: no evidence demanded either
 ]
 
 

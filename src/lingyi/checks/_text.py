@@ -13,6 +13,7 @@ from functools import lru_cache
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
+# Versions (v0.16, 1.2.3) and ids of things (exp-37, PR-12): a relay must keep them exact.
 _VERSION = re.compile(
     r"(?<![A-Za-z0-9.])[vV](\d+(?:\.\d+){0,2})(?![\d.]*\d)|(?<![\d.])(\d+\.\d+\.\d+)(?![\d.])"
 )
@@ -111,16 +112,35 @@ def terms(text: str) -> set[str]:
     return bigrams(text) | words(text) | {f"@{c}" for c in concepts(text)}
 
 
+_THING_ID = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z]{2,12}-\d+)(?![\d.])")
+
+
 def versions(text: str) -> set[str]:
-    """Version numbers, normalised without the leading v: 'v0.16' -> '0.16'."""
-    return {a or b for a, b in _VERSION.findall(text)}
+    """Versions without the leading v ('v0.16' -> '0.16') and ids of things ('exp-37')."""
+    found = {a or b for a, b in _VERSION.findall(text)}
+    return found | {m.lower() for m in _THING_ID.findall(text)}
 
 
 # One row per concept: its Chinese and English surface forms (English as stems).
 _CONCEPTS: dict[str, tuple[str, ...]] = {
     "audit": ("审计", "audit"),
-    "release": ("发布", "发版", "release", "ship"),
-    "deploy": ("上线", "部署", "deploy", "launch", "go live", "went live"),
+    # Shipping, releasing and going live are one thing to a relay ("it ships" = 上线).
+    "release": (
+        "发布",
+        "发版",
+        "上线",
+        "部署",
+        "release",
+        "ship",
+        "deploy",
+        "launch",
+        "go live",
+        "went live",
+        "is out",
+        "are out",
+        "rolled out",
+        "went out",
+    ),
     "dataset": ("数据集", "dataset", "data set"),
     "label": ("标注", "label", "annotat"),
     "report": ("报告", "report"),
@@ -139,7 +159,9 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
     "branch": ("分支", "branch"),
     "migration": ("迁移", "migrat"),
     "backup": ("备份", "backup"),
-    "meeting": ("会议", "开会", "meeting"),
+    "meeting": ("会议", "开会", "议事会", "例会", "周会", "meeting", "standup", "stand-up"),
+    "import": ("导入", "导进", "import", "ingest"),
+    "cleaning": ("清洗", "清理数据", "cleaning", "cleanup", "clean-up"),
 }
 
 
@@ -153,6 +175,7 @@ _NOT_DONE = re.compile(
     r"尚未|还没|还未|没有完成|未完成|暂缓|推迟|延期|延后|进行中|正在|等待|待定|搁置|取消|失败|"
     r"未开始|没开始|暂停|未能|没能|不会|"
     r"\bnot (?:yet )?(?:done|finished|complete|started|released|shipped)|\bpending\b|postponed|"
+    r"\b(?:isn'?t|aren'?t|wasn'?t|weren'?t)(?: yet)? (?:done|finished|complete|completed|ready|over|out)|"
     r"delayed|on hold|in progress|paused|blocked|cancell?ed|\bfailed\b|hasn'?t|has not|"
     r"haven'?t|waiting|not started",
     re.IGNORECASE,
@@ -160,6 +183,7 @@ _NOT_DONE = re.compile(
 _DONE = re.compile(
     r"已完成|完成了|已经完成|已经.{0,6}完|做完|搞定|已发布|发布了|已上线|上线了|已合并|合并了|"
     r"已结束|结束了|已通过|通过了|完工|已修复|修复了|完毕|已重建|重建了|"
+    r"\b(?:is|are) out\b|"
     r"\b(?:is|are|was|were|been|got)? ?(?:done|finished|completed?|shipped|released|merged|"
     r"deployed|rebuilt|passed|fixed|launched)\b",
     re.IGNORECASE,

@@ -19,7 +19,8 @@ from lingyi.models import Fallback
 _HEALTH_ZH = (
     "头痛|头疼|偏头痛|失眠|发烧|发热|感冒|咳嗽|高血压|低血压|糖尿病|癌症|肿瘤|抑郁症|焦虑症|焦虑|抑郁|"
     "胃痛|胃疼|腹泻|便秘|过敏|哮喘|关节炎|湿疹|痛风|心脏病|中风|失智|月经|痛经|不孕|阳痿|炎症|感染|"
-    "[\u4e00-\u9fff]{1,3}(?:病|症|炎|癌)|病情|病人|患者|症状|疼痛|身体不适"
+    "[\u4e00-\u9fff]{1,3}(?:病|症|炎|癌)|病情|病人|患者|症状|疼痛|身体不适|"
+    "(?:牙|头|胃|腹|肚子|腰|背|颈|脖子|肩|膝盖?|腿|脚|关节|胸|喉咙|嗓子|眼睛|耳朵)(?:疼|痛)"
 )
 _HEALTH_EN = (
     r"fever|headache|migraine|insomnia|cancer|tumou?r|diabetes|hypertension|blood pressure|flu|"
@@ -28,6 +29,12 @@ _HEALTH_EN = (
 )
 _NOT_HEALTH = re.compile(r"毛病|语病|通病|弊病|心病难医之外|大城市病|拖延症")
 
+_REPLACE_CARE = re.compile(
+    r"(?:代替|替代|取代|不用|停掉?|放弃)(?:化疗|放疗|手术|透析|打针|输液|吃药|服药|药物|就医|看病|看医生|治疗)|"
+    r"\b(?:instead of|replace|stop taking|skip)\s+(?:my\s+)?(?:chemo\w*|radiation|surgery|dialysis|"
+    r"medication|medicine|pills|insulin|treatment)",
+    re.IGNORECASE,
+)
 _DRUG_REQUEST = re.compile(
     r"(?:吃|开|用|服|买|打|喝)(?:点|些)?(?:什么|啥|哪种|哪些|哪个)(?:药|中药|西药|药物|抗生素)|"
     r"(?:药方|偏方|处方|剂量|用药|服药|吃药)|"
@@ -49,6 +56,8 @@ _DRUG_FOR = re.compile(
     re.IGNORECASE,
 )
 _TREAT_EN = re.compile(
+    rf"\b(?:good|helpful|safe|ok|okay|bad|useful|effective) for (?:my |your |his |her |a |the )?"
+    rf"(?:\w+ ){{0,2}}(?:{_HEALTH_EN})\b|"
     rf"\b(?:treat|treating|treatment for|cure|cures|curing|heal|remedy|remedies|relieve|get rid of|"
     rf"medicine for)\b.{{0,40}}\b(?:{_HEALTH_EN})\b|\b(?:{_HEALTH_EN})\b.{{0,30}}\b(?:treatment|cure|remedy)\b",
     re.IGNORECASE,
@@ -58,7 +67,7 @@ _TREAT_EN = re.compile(
 def medical_signal(text: str) -> str | None:
     """The phrase that makes ``text`` a request for medical advice, or None."""
     cleaned = _NOT_HEALTH.sub("", text)
-    for pattern in (_DRUG_REQUEST, _DRUG_FOR, _TREAT_ZH, _TREAT_EN):
+    for pattern in (_DRUG_REQUEST, _DRUG_FOR, _REPLACE_CARE, _TREAT_ZH, _TREAT_EN):
         if match := pattern.search(cleaned):
             return match.group(0)
     return None

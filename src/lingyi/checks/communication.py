@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
-from lingyi.checks._text import concepts, status, terms, versions
+from lingyi.checks._text import bigrams, concepts, lang_of, status, terms, versions, words
 from lingyi.policy import MemberPolicy, PolicySet
 
 _VERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午)?(?:跟我|对我|和我)?(?:说过|说|表示|告诉我|告诉|称|提到|确认|报告|反馈|通知|讲|回复|宣布|在群里说)(?:了|过)?"
@@ -66,7 +66,11 @@ class Match:
 
 
 def compare(claim: str, record: str) -> Match:
-    """Does ``record`` support ``claim``? Versions, status and topic must agree."""
+    """Does ``record`` support ``claim``? Versions, status and topic must agree.
+
+    The first clause carries the claim; every further clause (而且…, "and found…") must be
+    supported too, so an embellished relay does not pass on the strength of its first half.
+    """
     cv, rv = versions(claim), versions(record)
     if cv and not cv <= rv:
         shown = ", ".join(sorted(rv)) or "none"
@@ -74,7 +78,30 @@ def compare(claim: str, record: str) -> Match:
     cs, rs = status(claim), status(record)
     if cs and rs and cs != rs:
         return Match(False, f"status contradicts the record: claim {cs}, record {rs}")
+    for extra in clauses(claim)[1:]:
+        if not _extra_supported(extra, record):
+            return Match(False, f"the record does not say: {extra.strip()}")
     return _topic_match(claim, record)
+
+
+_CLAUSE = re.compile(
+    r"[，,；;。]\s*(?:而且|并且|另外|同时|此外|但是|但)?|而且|并且|另外|此外|"
+    r",?\s+and\s+(?=also |found |there |it |no )|,?\s+(?:but|while)\s+",
+    re.IGNORECASE,
+)
+
+
+def clauses(claim: str) -> list[str]:
+    """The claim split at clause boundaries; empty pieces dropped."""
+    return [c for c in _CLAUSE.split(claim) if c and c.strip(" .。")] or [claim]
+
+
+def _extra_supported(clause: str, record: str) -> bool:
+    """Same language: most of its words are in the record. Across languages: its concepts are."""
+    if lang_of(clause) != lang_of(record):
+        return concepts(clause) <= concepts(record)
+    ct = bigrams(clause) | words(clause)
+    return not ct or len(ct & (bigrams(record) | words(record))) / len(ct) >= 0.5
 
 
 def _topic_match(claim: str, record: str) -> Match:

@@ -25,7 +25,7 @@ _STRONG = re.compile(
     re.IGNORECASE,
 )
 _MODAL_ZH = re.compile(
-    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|(?<![大武])将(?=[会要在于能把])|能够"
+    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|(?<![大武])将(?=[会要在于能把达超突提降升增完]|上线|发布)|能够"
 )
 _MODAL_EN = re.compile(r"\b(?:will|won't|is going to|are going to|shall)\b", re.IGNORECASE)
 _FUTURE = re.compile(
@@ -36,17 +36,25 @@ _FUTURE = re.compile(
     r"tomorrow|the end of|end of|next)|in \d+ (?:days|weeks|months)|soon|later this)\b",
     re.IGNORECASE,
 )
+_PACE = r"(?:速度|进度|趋势|增长率|增速|节奏|势头)"
 _BASIS = re.compile(
-    r"基于.{0,12}(?:趋势|数据|规律|进度)|根据.{0,12}(?:趋势|规律|进度)|照这个(?:速度|趋势|进度)|"
-    r"按(?:照)?(?:目前|现在|当前)的?(?:速度|进度|趋势)|从趋势(?:看|来看)|推测|预计|"
-    r"\b(?:based on (?:the )?(?:current )?(?:trend|data|pace|rate)|at this (?:pace|rate)|"
-    r"if (?:the )?trend|extrapolat\w+|judging by)\b",
+    rf"基于.{{0,12}}(?:趋势|数据|规律|进度)|根据.{{0,12}}(?:趋势|规律|进度)|照(?:这个|目前|现在)的?{_PACE}|"
+    rf"按(?:照)?(?:这个|目前|现在|当前)的?{_PACE}|从趋势(?:看|来看)|推测|预计|"
+    r"\b(?:based on (?:the )?(?:current )?(?:trend|data|pace|rate|numbers)|at (?:this|the current) "
+    r"(?:pace|rate)|(?:with|given) (?:this|these|the current|the) (?:trend|numbers|figures|data|pace)|"
+    r"if (?:this|the) trend|extrapolat\w+|judging by)\b",
     re.IGNORECASE,
 )
-_OUTCOME = re.compile(
-    r"超过|达到|突破|提升|提高|下降|增长|降到|升到|降低|完成|做完|上线|发布|交付|失败|成功|赶上|"
-    r"\b(?:exceed|reach|surpass|hit|grow|rise|fall|drop|finish|be (?:done|finished|ready)|ship|"
-    r"launch|go live|release|beat|fail|succeed|outperform)\w*",
+# A modal with a forecast metric is a prediction on its own (将达到185条, will exceed 0.9);
+# a modal with an event (上线, ship) is one only with a future time (a schedule otherwise).
+_METRIC = re.compile(
+    r"超过|达到|突破|提升|提高|下降|增长|降到|升到|降低|赶上|胜出|"
+    r"\b(?:exceed|reach|surpass|hit|grow|rise|fall|drop|beat|outperform|win)\w*",
+    re.IGNORECASE,
+)
+_EVENT = re.compile(
+    r"完成|做完|上线|发布|交付|"
+    r"\b(?:finish|be (?:done|finished|ready)|ship|launch|go live|release)\w*",
     re.IGNORECASE,
 )
 _HEDGE = re.compile(
@@ -82,11 +90,10 @@ def prediction_signal(text: str) -> str | None:
     modal = _MODAL_ZH.search(text) or _MODAL_EN.search(text)
     if modal is None:
         return None
-    # A future time alone may be a schedule ("the meeting will be held tomorrow"); it is a
-    # prediction when it forecasts an outcome. A stated basis (趋势, at this pace) always is.
-    basis = _BASIS.search(text)
-    future = _FUTURE.search(text) if _OUTCOME.search(text) else None
-    cue = basis or future
+    # A future time alone may be a schedule ("the meeting will be held tomorrow"); with an
+    # event it is a forecast. A stated basis (趋势, at this pace) or a metric always is.
+    future = _FUTURE.search(text) if _EVENT.search(text) else None
+    cue = _BASIS.search(text) or _METRIC.search(text) or future
     return f"{cue.group(0)} … {modal.group(0)}" if cue else None
 
 
@@ -99,9 +106,10 @@ def _reported_speech(ctx: CheckContext) -> bool:
 
 
 def is_inference(text: str, labels: list[str] | None = None) -> bool:
-    """Labelled as inference, or a prediction (labelled or not)."""
+    """Labelled as inference, hedged (可能, might), or a prediction: not asserted as fact."""
     labels = labels or InferenceParams().labels
-    return has_label(text, labels) or prediction_signal(text) is not None
+    hedged = _HEDGE.search(_NOUNS.sub(" ", text)) is not None
+    return has_label(text, labels) or hedged or prediction_signal(text) is not None
 
 
 def has_label(text: str, labels: list[str]) -> bool:
