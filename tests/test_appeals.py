@@ -139,15 +139,15 @@ def test_cli_appeal_flow(logged: tuple[Path, list[str]], tmp_path: Path, capsys:
         (("appeal", "{v1}"), "needs --reason"),
     ],
 )
-def test_cli_appeal_errors_exit_1(
+def test_cli_appeal_errors_exit_2(
     logged: tuple[Path, list[str]], tmp_path: Path, capsys: Any, args: tuple[str, ...], message: str
 ) -> None:
-    """Every refusal is one clear line on stderr and exit code 1."""
+    """Every refusal is one clear line on stderr and exit code 2 (bad input)."""
     path, ids = logged
     file_appeal(path, ids[0], "open one")
     capsys.readouterr()
     filled = [a.format(v0=ids[0], v1=ids[1]) for a in args]
-    assert _cli(tmp_path, path, *filled) == 1
+    assert _cli(tmp_path, path, *filled) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("lingyi: error: ") and message in captured.err
     assert captured.out == ""

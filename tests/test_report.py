@@ -103,7 +103,7 @@ def test_cli_report(report_config: Any, tmp_path: Path, capsys: Any) -> None:
             str(report_config.log_path), "report", "--week", "2026-W48", "--out", str(out)]  # fmt: skip
     assert main([*args, "--format", "html"]) == 0
     assert capsys.readouterr().out == f"{out / 'lingyi-report-2026-W48.html'}\n"
-    assert main([*args, "--week", "2025-W53"]) == 1
+    assert main([*args, "--week", "2025-W53"]) == 2
     assert "2025 has no ISO week 53" in capsys.readouterr().err
 
 

@@ -590,5 +590,5 @@ def test_cli_stats_text_and_errors(
     out = capsys.readouterr().out
     assert "Verifications 6: approved 2 (33.3%) · rejected 3 (50.0%)" in out
     assert "fabricated communications 1" in out and "boundary.medical" in out
-    assert main([*args[:4], "stats", "--days", "7", "--since", "2026-11-01"]) == 1
+    assert main([*args[:4], "stats", "--days", "7", "--since", "2026-11-01"]) == 2
     assert "use --days or --since/--until" in capsys.readouterr().err

@@ -4,7 +4,7 @@ The lead's ``lingyi.cli`` calls :func:`register` with its sub-parsers; every han
 takes the parsed namespace (with the global ``config`` and ``log`` options) and returns
 the exit code. :func:`build_parser` and :func:`main` give the same commands standalone
 (``python -m lingyi.review_cli``), which the tests use. Output goes to stdout, errors to
-stderr as ``lingyi: error: …`` with exit code 1.
+stderr as ``lingyi: error: …`` with exit code 2 (bad input, as everywhere in lingyi).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def register(
 
 
 def _cli(handler: Handler) -> Handler:
-    """Turn LingyiError into a one-line message and exit code 1; keep logs off stdout."""
+    """Turn LingyiError into a one-line message and exit code 2; keep logs off stdout."""
 
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
@@ -60,7 +60,7 @@ def _cli(handler: Handler) -> Handler:
             return handler(args)
         except LingyiError as exc:
             sys.stderr.write(f"lingyi: error: {exc}\n")
-            return 1
+            return 2
 
     return run
 
