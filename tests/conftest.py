@@ -42,6 +42,26 @@ def council() -> MemoryCouncil:
                 },
                 {"id": "m-3", "from": "lingflow", "content": "v0.17 的发布暂缓，等待安全评审"},
                 {"id": "m-4", "from": "lingzhi", "content": "知识库迁移尚未开始，计划下个月进行"},
+                {
+                    "id": "m-5",
+                    "from": "lingresearch",
+                    "content": "A/B 实验 exp-37 仍在进行中，尚未得出结论",
+                },
+                {
+                    "id": "m-6",
+                    "from": "lingflow",
+                    "content": "PR #3317 has been merged into release/2.4.",
+                },
+                {
+                    "id": "m-7",
+                    "from": "lingflow",
+                    "content": "Android 版 v2.4.1 已提交 Google Play 审核",
+                },
+                {
+                    "id": "m-8",
+                    "from": "lingflow",
+                    "content": "iOS v2.4.1 的构建因证书过期而失败，正在重新签名",
+                },
             )
         ]
     )

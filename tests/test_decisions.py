@@ -40,6 +40,8 @@ BOUNDARY = [
     ("按哪个穴位能治牙疼", "boundary.medical"),  # no fixed keyword: a body part that hurts
     ("练气功能代替化疗吗", "boundary.medical"),  # replacing care is medical advice
     ("is tai chi good for my knee arthritis", "boundary.medical"),
+    ("情绪好多了，可以自己停掉抗抑郁药吗", "boundary.medical"),
+    ("which acupuncture points treat my migraines", "boundary.medical"),
     # must pass: the same words used in other senses
     ("科学方法论与设备故障诊断", None),
     ("治大国若烹小鲜 道德经", None),
@@ -76,6 +78,10 @@ DOMAIN = [
     ("我不知道今天吃什么", "rejected", None),  # 知道 is not 道
     ("我想知道明天的天气", "rejected", None),
     ("best pizza in town", "rejected", None),
+    ("Zendesk pricing plans for small teams", "rejected", None),  # Zen only as a word
+    ("latest technological gadgets", "rejected", None),  # not "logic"
+    ("Zen koans and Buddhist practice", "approved", "释"),
+    ("philosophy of science", "approved", "哲"),  # philosoph* is a stem
 ]
 
 
@@ -114,6 +120,12 @@ COMMUNICATION = [
     ("lingyi", "灵知说知识库迁移还没开始，计划下个月进行", "approved"),
     ("lingyi", "LingZhi says the knowledge base migration isn't started yet", "approved"),
     ("lingyi", "LingZhi says the knowledge base migration is done", "rejected"),
+    ("lingyi", "灵研说exp-37实验还在跑，目前没有结论", "approved"),  # paraphrase of m-5
+    ("lingyi", "灵研说exp-38实验还在跑", "rejected"),  # another experiment
+    ("lingyi", "LingFlow said PR #3317 was merged", "approved"),
+    ("lingyi", "LingFlow said PR #3318 was merged", "rejected"),
+    ("lingyi", "LingFlow said the iOS v2.4.1 build is done", "rejected"),  # closest record: failed
+    ("lingyi", "LingFlow said the Android v2.4.1 build was submitted for review", "approved"),
 ]
 
 
@@ -150,6 +162,8 @@ INFERENCE = [
     ("Given these numbers, variant B is going to win the next round.", "fallback"),
     ("按这个增长率，下周的样本量会达到两万", "fallback"),
     ("实验在更大样本上可能表现更好", "approved"),  # hedged: no evidence demanded either
+    ("根据数据推算，存储空间将在3月底耗尽", "fallback"),
+    ("Given the current slope, the backlog will hit zero by Friday.", "fallback"),
 ]
 
 

@@ -77,6 +77,10 @@ EN_STOP = frozenset(
     ]
 )
 ZH_STOP_CHARS = frozenset("的了是在有和与及或也都就还又而中对于把被说我你他她它们这那个一些")
+# Words that say when or how sure, not what: they never make two texts about the same thing.
+# Words that say when or how sure, not what, and negations (whether work is done is
+# compared by status(), not by shared words). They never make two texts about one thing.
+ZH_FILLER = re.compile("目前|现在|已经|还在|当前|仍然|依然|一直|刚刚|最近|没有|尚未|还没|并未|不是")
 
 
 def has_cjk(text: str) -> bool:
@@ -89,12 +93,21 @@ def lang_of(text: str) -> str:
 
 
 def bigrams(text: str) -> set[str]:
-    """CJK character bigrams that are not made only of function characters."""
+    """CJK character bigrams, without filler words and function-character-only pairs."""
     out: set[str] = set()
-    for run in _CJK_RUN.findall(text):
+    for run in _CJK_RUN.findall(ZH_FILLER.sub(" ", text)):
         grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
         out.update(g for g in grams if not all(c in ZH_STOP_CHARS for c in g))
     return out
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*%?")
+
+
+def neutral_terms(text: str) -> set[str]:
+    """Numbers, versions and ids: what a text says the same way in any language."""
+    numbers = {n.replace(",", "").rstrip("%") for n in _NUMBER.findall(text)}
+    return numbers | versions(text)
 
 
 def words(text: str) -> set[str]:
@@ -112,12 +125,14 @@ def terms(text: str) -> set[str]:
     return bigrams(text) | words(text) | {f"@{c}" for c in concepts(text)}
 
 
-_THING_ID = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z]{2,12}-\d+)(?![\d.])")
+_THING_ID = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z]{2,12}-\d+|#\d+)(?![\d.])")
+_EDITION = re.compile(r"第\s*(\d+)\s*版|\bversion\s+(\d+(?:\.\d+){0,2})\b", re.IGNORECASE)
 
 
 def versions(text: str) -> set[str]:
     """Versions without the leading v ('v0.16' -> '0.16') and ids of things ('exp-37')."""
     found = {a or b for a, b in _VERSION.findall(text)}
+    found |= {a or b for a, b in _EDITION.findall(text)}
     return found | {m.lower() for m in _THING_ID.findall(text)}
 
 
@@ -140,7 +155,12 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
         "are out",
         "rolled out",
         "went out",
+        "is live",
+        "now live",
+        "already live",
+        "live on",
     ),
+    "delete": ("删除", "删掉", "delete", "removed"),
     "dataset": ("数据集", "dataset", "data set"),
     "label": ("标注", "label", "annotat"),
     "report": ("报告", "report"),
@@ -165,15 +185,19 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
 }
 
 
+_PATHLIKE = re.compile(r"[\w.\-]+/[\w./\-]+")
+
+
 @lru_cache(maxsize=4096)
 def concepts(text: str) -> frozenset[str]:
-    lower = text.lower()
+    lower = _PATHLIKE.sub(" ", text.lower())  # release/2.4 names a branch, not a release
     return frozenset(c for c, forms in _CONCEPTS.items() if any(f in lower for f in forms))
 
 
 _NOT_DONE = re.compile(
     r"尚未|还没|还未|没有完成|未完成|暂缓|推迟|延期|延后|进行中|正在|等待|待定|搁置|取消|失败|"
-    r"未开始|没开始|暂停|未能|没能|不会|"
+    r"未开始|没开始|暂停|未能|没能|不会|没有?(?:修|做|完|开始|发布|合并|上线|通过)|"
+    r"\b(?:have|has|had) not\b|"
     r"\bnot (?:yet )?(?:done|finished|complete|started|released|shipped)|\bpending\b|postponed|"
     r"\b(?:isn'?t|aren'?t|wasn'?t|weren'?t)(?: yet)? (?:done|finished|complete|completed|ready|over|out)|"
     r"delayed|on hold|in progress|paused|blocked|cancell?ed|\bfailed\b|hasn'?t|has not|"

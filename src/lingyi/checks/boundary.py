@@ -12,8 +12,10 @@ domain (太极拳 is 武, 四圣谛 is 释); single characters never count (知�
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
+from lingyi.checks._text import has_cjk
 from lingyi.models import Fallback
 
 _HEALTH_ZH = (
@@ -30,7 +32,8 @@ _HEALTH_EN = (
 _NOT_HEALTH = re.compile(r"毛病|语病|通病|弊病|心病难医之外|大城市病|拖延症")
 
 _REPLACE_CARE = re.compile(
-    r"(?:代替|替代|取代|不用|停掉?|放弃)(?:化疗|放疗|手术|透析|打针|输液|吃药|服药|药物|就医|看病|看医生|治疗)|"
+    r"(?:代替|替代|取代|不用|停掉?|停用|停服|减掉|减量|放弃)(?:化疗|放疗|手术|透析|打针|输液|吃药|服药|药物|就医|看病|看医生|治疗)|"
+    r"(?:代替|替代|取代|停掉?|停用|停服|减掉|减量|不吃)[\u4e00-\u9fff]{0,5}?药|"
     r"\b(?:instead of|replace|stop taking|skip)\s+(?:my\s+)?(?:chemo\w*|radiation|surgery|dialysis|"
     r"medication|medicine|pills|insulin|treatment)",
     re.IGNORECASE,
@@ -57,9 +60,9 @@ _DRUG_FOR = re.compile(
 )
 _TREAT_EN = re.compile(
     rf"\b(?:good|helpful|safe|ok|okay|bad|useful|effective) for (?:my |your |his |her |a |the )?"
-    rf"(?:\w+ ){{0,2}}(?:{_HEALTH_EN})\b|"
+    rf"(?:\w+ ){{0,2}}(?:{_HEALTH_EN})s?\b|"
     rf"\b(?:treat|treating|treatment for|cure|cures|curing|heal|remedy|remedies|relieve|get rid of|"
-    rf"medicine for)\b.{{0,40}}\b(?:{_HEALTH_EN})\b|\b(?:{_HEALTH_EN})\b.{{0,30}}\b(?:treatment|cure|remedy)\b",
+    rf"medicine for)\b.{{0,40}}\b(?:{_HEALTH_EN})s?\b|\b(?:{_HEALTH_EN})s?\b.{{0,30}}\b(?:treatment|cure|remedy)\b",
     re.IGNORECASE,
 )
 
@@ -103,12 +106,25 @@ class DomainParams(CheckParams):
 
 
 def domains_of(text: str, lexicon: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Domains whose terms occur in ``text`` (case-insensitive), with the terms found."""
-    lower = text.lower()
+    """Domains whose terms occur in ``text`` (case-insensitive), with the terms found.
+
+    Chinese terms match anywhere; Latin terms match whole words ("Zen", not "Zendesk"), or as
+    stems when they end in ``*`` ("philosoph*").
+    """
     found = {
-        d: [t for t in terms if len(t) > 1 and t.lower() in lower] for d, terms in lexicon.items()
+        d: [t.rstrip("*") for t in terms if len(t) > 1 and _term(t).search(text)]
+        for d, terms in lexicon.items()
     }
     return {d: t for d, t in found.items() if t}
+
+
+@lru_cache(maxsize=1024)
+def _term(term: str) -> re.Pattern[str]:
+    if has_cjk(term):
+        return re.compile(re.escape(term))
+    body = re.escape(term.rstrip("*"))
+    tail = r"\w*" if term.endswith("*") else r"s?\b"
+    return re.compile(rf"\b{body}{tail}", re.IGNORECASE)
 
 
 @register("domain.scope", DomainParams)

@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
-from lingyi.checks._text import bigrams, concepts, lang_of, status, terms, versions, words
+from lingyi.checks._text import (
+    bigrams,
+    concepts,
+    lang_of,
+    neutral_terms,
+    status,
+    terms,
+    versions,
+    words,
+)
 from lingyi.policy import MemberPolicy, PolicySet
 
 _VERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午)?(?:跟我|对我|和我)?(?:说过|说|表示|告诉我|告诉|称|提到|确认|报告|反馈|通知|讲|回复|宣布|在群里说)(?:了|过)?"
@@ -63,6 +72,7 @@ def _is_word(text: str, match: re.Match[str]) -> bool:
 class Match:
     ok: bool
     why: str
+    contradicts: bool = False  # the record says the opposite about the same work
 
 
 def compare(claim: str, record: str) -> Match:
@@ -77,7 +87,7 @@ def compare(claim: str, record: str) -> Match:
         return Match(False, f"version differs: claim {', '.join(sorted(cv))}, record {shown}")
     cs, rs = status(claim), status(record)
     if cs and rs and cs != rs:
-        return Match(False, f"status contradicts the record: claim {cs}, record {rs}")
+        return Match(False, f"status contradicts the record: claim {cs}, record {rs}", True)
     for extra in clauses(claim)[1:]:
         if not _extra_supported(extra, record):
             return Match(False, f"the record does not say: {extra.strip()}")
@@ -111,6 +121,9 @@ def _topic_match(claim: str, record: str) -> Match:
         return Match(
             not missing, f"topic not in the record: {sorted(missing)}" if missing else "same topic"
         )
+    if lang_of(claim) != lang_of(record):  # across languages only numbers and ids compare
+        cn = neutral_terms(claim)
+        return Match(bool(cn) and cn <= neutral_terms(record), "numbers and ids compared")
     ct, rt = terms(claim), terms(record)
     share = len(ct & rt) / max(1, len(ct))
     return Match(share >= 0.4, f"{share:.0%} of the claim's terms are in the record")
@@ -129,13 +142,32 @@ def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
     member = ctx.policies.members[claim.member]
     records = _records(ctx, member, params.use_work_evidence)
     results = [(rid, text, compare(claim.text, text)) for rid, text in records]
-    if found := next((rid for rid, _, m in results if m.ok), None):
+    if found := _supporting(claim.text, results):
         return ok(
             ctx.t(f"与 {member.name} 的记录 {found} 一致", f"matches {member.id}'s record {found}"),
             member=member.id,
             matched=found,
         )
     return _not_on_record(ctx, member, claim, results)
+
+
+def _supporting(claim: str, results: list[tuple[str, str, Match]]) -> str | None:
+    """The id of the record that supports the claim, unless a closer record contradicts it.
+
+    "iOS v2.4.1 is done" matches "Android v2.4.1 submitted" loosely, but the iOS message
+    that says it failed is closer: the claim is about that one.
+    """
+    wanted = terms(claim) | neutral_terms(claim)
+
+    def closeness(text: str) -> int:
+        return len(wanted & (terms(text) | neutral_terms(text)))
+
+    supported = [(closeness(t), rid) for rid, t, m in results if m.ok]
+    contradicted = [closeness(t) for _, t, m in results if m.contradicts]
+    if not supported:
+        return None
+    best, rid = max(supported)
+    return rid if best >= max(contradicted, default=-1) else None
 
 
 def _records(ctx: CheckContext, member: MemberPolicy, use_work: bool) -> list[tuple[str, str]]:

@@ -25,7 +25,7 @@ _STRONG = re.compile(
     re.IGNORECASE,
 )
 _MODAL_ZH = re.compile(
-    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|(?<![大武])将(?=[会要在于能把达超突提降升增完]|上线|发布)|能够"
+    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|就能|才能|(?<![大武])将(?=[会要在于能把达超突提降升增完]|上线|发布)|能够"
 )
 _MODAL_EN = re.compile(r"\b(?:will|won't|is going to|are going to|shall)\b", re.IGNORECASE)
 _FUTURE = re.compile(
@@ -39,9 +39,10 @@ _FUTURE = re.compile(
 _PACE = r"(?:速度|进度|趋势|增长率|增速|节奏|势头)"
 _BASIS = re.compile(
     rf"基于.{{0,12}}(?:趋势|数据|规律|进度)|根据.{{0,12}}(?:趋势|规律|进度)|照(?:这个|目前|现在)的?{_PACE}|"
-    rf"按(?:照)?(?:这个|目前|现在|当前)的?{_PACE}|从趋势(?:看|来看)|推测|预计|"
+    rf"按(?:照)?(?:这个|目前|现在|当前)的?{_PACE}|从趋势(?:看|来看)|推测|推算|预计|"
     r"\b(?:based on (?:the )?(?:current )?(?:trend|data|pace|rate|numbers)|at (?:this|the current) "
-    r"(?:pace|rate)|(?:with|given) (?:this|these|the current|the) (?:trend|numbers|figures|data|pace)|"
+    r"(?:pace|rate)|(?:with|given) (?:this|these|the current|the) (?:trend|numbers|figures|data|pace|slope|"
+    r"trajectory|growth|rate)|"
     r"if (?:this|the) trend|extrapolat\w+|judging by)\b",
     re.IGNORECASE,
 )
