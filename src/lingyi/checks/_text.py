@@ -88,8 +88,8 @@ def has_cjk(text: str) -> bool:
 
 
 def lang_of(text: str) -> str:
-    """'zh' when the text has any CJK character, else 'en'."""
-    return "zh" if has_cjk(text) else "en"
+    """'zh' when CJK characters outnumber Latin words, else 'en' ("the 道家 collection" is en)."""
+    return "zh" if len(_CJK.findall(text)) >= max(1, len(_WORD.findall(text))) else "en"
 
 
 def bigrams(text: str) -> set[str]:
@@ -104,8 +104,15 @@ def bigrams(text: str) -> set[str]:
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*%?")
 
 
+_ZH_DATE = re.compile(r"(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
+
+
 def neutral_terms(text: str) -> set[str]:
-    """Numbers, versions and ids: what a text says the same way in any language."""
+    """Numbers, versions and ids: what a text says the same way in any language.
+
+    A Chinese date keeps only its day (10月3日 ~ "3 Oct"): month names are words in English.
+    """
+    text = _ZH_DATE.sub(r" \2 ", text)
     numbers = {n.replace(",", "").rstrip("%") for n in _NUMBER.findall(text)}
     return numbers | versions(text)
 
@@ -125,7 +132,11 @@ def terms(text: str) -> set[str]:
     return bigrams(text) | words(text) | {f"@{c}" for c in concepts(text)}
 
 
-_THING_ID = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z]{2,12}-\d+|#\d+)(?![\d.])")
+_THING_ID = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(?!(?:week|day|month|year|sprint|quarter|phase|step|page)-)"
+    r"([A-Za-z]{2,12}-\d+|#\d+)(?!\d|\.\d)",
+    re.IGNORECASE,
+)
 _EDITION = re.compile(r"第\s*(\d+)\s*版|\bversion\s+(\d+(?:\.\d+){0,2})\b", re.IGNORECASE)
 
 
@@ -159,6 +170,7 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
         "now live",
         "already live",
         "live on",
+        "tag",  # 打 tag, tagged: a tag marks a release
     ),
     "delete": ("删除", "删掉", "delete", "removed"),
     "dataset": ("数据集", "dataset", "data set"),
@@ -181,6 +193,14 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
     "backup": ("备份", "backup"),
     "meeting": ("会议", "开会", "议事会", "例会", "周会", "meeting", "standup", "stand-up"),
     "import": ("导入", "导进", "import", "ingest"),
+    # Days are how council messages date things; they compare across languages.
+    "monday": ("周一", "星期一", "monday"),
+    "tuesday": ("周二", "星期二", "tuesday"),
+    "wednesday": ("周三", "星期三", "wednesday"),
+    "thursday": ("周四", "星期四", "thursday"),
+    "friday": ("周五", "星期五", "friday"),
+    "saturday": ("周六", "星期六", "saturday"),
+    "sunday": ("周日", "星期日", "周天", "sunday"),
     "cleaning": ("清洗", "清理数据", "cleaning", "cleanup", "clean-up"),
 }
 

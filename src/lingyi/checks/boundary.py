@@ -34,8 +34,10 @@ _NOT_HEALTH = re.compile(r"毛病|语病|通病|弊病|心病难医之外|大城
 _REPLACE_CARE = re.compile(
     r"(?:代替|替代|取代|不用|停掉?|停用|停服|减掉|减量|放弃)(?:化疗|放疗|手术|透析|打针|输液|吃药|服药|药物|就医|看病|看医生|治疗)|"
     r"(?:代替|替代|取代|停掉?|停用|停服|减掉|减量|不吃)[\u4e00-\u9fff]{0,5}?药|"
-    r"\b(?:instead of|replace|stop taking|skip)\s+(?:my\s+)?(?:chemo\w*|radiation|surgery|dialysis|"
-    r"medication|medicine|pills|insulin|treatment)",
+    r"\b(?:instead of|replace|stop taking|stop|quit|skip|come off|go off)\s+"
+    r"(?:my |his |her |their |your |the )?(?:\w+ ){0,2}(?:chemo\w*|radiation|surgery|dialysis|"
+    r"medications?|medicines?|meds|pills|drugs|insulin|treatments?|antidepressants?|thinners?|"
+    r"statins?|antibiotics?|painkillers?)\b",
     re.IGNORECASE,
 )
 _DRUG_REQUEST = re.compile(
@@ -47,6 +49,7 @@ _DRUG_REQUEST = re.compile(
 )
 _TREAT_ZH = re.compile(
     rf"(?:治好|治愈|根治|治疗|医治|缓解|调理|治)(?:.{{0,8}})?(?:{_HEALTH_ZH})|"
+    rf"(?:{_HEALTH_ZH}).{{0,10}}(?:穴位|偏方|管用|最有效)|"
     rf"(?:{_HEALTH_ZH}).{{0,6}}(?:(?:怎么|如何|怎样|咋)(?:治|办|退|缓解|调理|止|消|好)|治得好|能治|吃什么)|"
     r"(?:能|可以|能不能|可不可以)(?:治好|治愈|根治|医好)[^，。,.]{1,12}(?:吗|么|嘛|？|\?)"
 )

@@ -26,7 +26,11 @@ from lingyi.checks._text import (
 from lingyi.policy import MemberPolicy, PolicySet
 
 _VERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午)?(?:跟我|对我|和我)?(?:说过|说|表示|告诉我|告诉|称|提到|确认|报告|反馈|通知|讲|回复|宣布|在群里说)(?:了|过)?"
-_VERB_EN = r"(?:has |had )?(?:said|says|told (?:me|us)|tells (?:me|us)|reported|confirmed|mentioned|announced|stated|wrote|claims|claimed)(?: that)?"
+_VERB_EN = (
+    r"(?:has |had )?(?:said|says|told (?:me|us)|tells (?:me|us)|reported|reports|confirmed|"
+    r"confirms|mentioned|mentions|announced|announces|stated|states|wrote|writes|noted|notes|"
+    r"claims|claimed)(?: that)?"
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +98,11 @@ def compare(claim: str, record: str) -> Match:
     return _topic_match(claim, record)
 
 
+# Chinese clauses end at ，；。 or a connective. English commas mostly join appositives
+# ("PR #482, the power fix, is merged") and numbers (2,316), so English splits only at
+# ';' and at connectives that add a claim.
 _CLAUSE = re.compile(
-    r"[，,；;。]\s*(?:而且|并且|另外|同时|此外|但是|但)?|而且|并且|另外|此外|"
+    r"[，；;。]\s*(?:而且|并且|另外|同时|此外|但是|但)?|而且|并且|另外|此外|"
     r",?\s+and\s+(?=also |found |there |it |no )|,?\s+(?:but|while)\s+",
     re.IGNORECASE,
 )
@@ -107,26 +114,40 @@ def clauses(claim: str) -> list[str]:
 
 
 def _extra_supported(clause: str, record: str) -> bool:
-    """Same language: most of its words are in the record. Across languages: its concepts are."""
+    """Same language: half its words, or two of them, are in the record. Across: its concepts."""
     if lang_of(clause) != lang_of(record):
         return concepts(clause) <= concepts(record)
     ct = bigrams(clause) | words(clause)
-    return not ct or len(ct & (bigrams(record) | words(record))) / len(ct) >= 0.5
+    shared = len(ct & (bigrams(record) | words(record)))
+    return not ct or shared >= 2 or shared / len(ct) >= 0.5
 
 
 def _topic_match(claim: str, record: str) -> Match:
     cc, rc = concepts(claim), concepts(record)
+    across = lang_of(claim) != lang_of(record)
+    if cc and (missing := cc - rc):
+        return Match(False, f"topic not in the record: {sorted(missing)}")
+    if across:
+        return _across_languages(claim, record, cc)
     if cc:
-        missing = cc - rc
-        return Match(
-            not missing, f"topic not in the record: {sorted(missing)}" if missing else "same topic"
-        )
-    if lang_of(claim) != lang_of(record):  # across languages only numbers and ids compare
-        cn = neutral_terms(claim)
-        return Match(bool(cn) and cn <= neutral_terms(record), "numbers and ids compared")
+        return Match(True, "same topic")
     ct, rt = terms(claim), terms(record)
     share = len(ct & rt) / max(1, len(ct))
     return Match(share >= 0.4, f"{share:.0%} of the claim's terms are in the record")
+
+
+def _across_languages(claim: str, record: str, cc: frozenset[str]) -> Match:
+    """Across languages only concepts, numbers, ids and shared literals (道家, PR #482) compare.
+
+    Every number must agree when the record writes numbers in digits at all; the claim must
+    share two concepts, or one concept plus a number, id or literal, with the record.
+    """
+    cn, rn = neutral_terms(claim), neutral_terms(record)
+    if rn and not cn <= rn:
+        return Match(False, f"numbers differ: claim {', '.join(sorted(cn - rn))} not in the record")
+    literal = {t for t in terms(claim) & terms(record) if not t.startswith("@")}
+    ok_ = len(cc) >= 2 or bool(cn & rn or literal)
+    return Match(ok_, "concepts, numbers and ids agree" if ok_ else "too little in common")
 
 
 class CommunicationParams(CheckParams):

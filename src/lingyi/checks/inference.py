@@ -18,16 +18,20 @@ from lingyi.checks._text import lang_of
 from lingyi.models import AssertionType, Fallback
 
 _STRONG = re.compile(
-    r"一定会|肯定会|肯定能|必然会|必然|势必|必将|注定会|铁定|"
+    r"一定会|一定能|一定可以|肯定会|肯定能|肯定可以|必然会|必然|势必|必将|必能|注定会|铁定|"
     r"\b(?:will|is going to|are going to)\s+(?:definitely|certainly|surely|undoubtedly)\b|"
     r"\b(?:definitely|certainly|surely|undoubtedly)\s+(?:will|be|going to)\b|"
     r"\b(?:is|are) (?:bound|guaranteed|certain) to\b",
     re.IGNORECASE,
 )
 _MODAL_ZH = re.compile(
-    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|就能|才能|(?<![大武])将(?=[会要在于能把达超突提降升增完]|上线|发布)|能够"
+    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|就能|才能|预计|预期|(?<![大武])将(?=[会要在于能把达超突提降升增完]|上线|发布)|能够"
 )
-_MODAL_EN = re.compile(r"\b(?:will|won't|is going to|are going to|shall)\b", re.IGNORECASE)
+_MODAL_EN = re.compile(
+    r"\b(?:will|won't|is going to|are going to|shall|(?:is|are) (?:set|expected|projected|"
+    r"forecast|on track|due) to)\b",
+    re.IGNORECASE,
+)
 _FUTURE = re.compile(
     r"下周|下星期|下个月|下月|明天|后天|明年|下季度|下一季|今年底|年底前|月底前|未来|将来|之后几天|"
     r"下周[一二三四五六日天]|周[一二三四五六日天]前|\d+\s*天[后内]|"
@@ -39,10 +43,11 @@ _FUTURE = re.compile(
 _PACE = r"(?:速度|进度|趋势|增长率|增速|节奏|势头)"
 _BASIS = re.compile(
     rf"基于.{{0,12}}(?:趋势|数据|规律|进度)|根据.{{0,12}}(?:趋势|规律|进度)|照(?:这个|目前|现在)的?{_PACE}|"
-    rf"按(?:照)?(?:这个|目前|现在|当前)的?{_PACE}|从趋势(?:看|来看)|推测|推算|预计|"
-    r"\b(?:based on (?:the )?(?:current )?(?:trend|data|pace|rate|numbers)|at (?:this|the current) "
+    rf"按(?:照)?(?:这个|目前|现在|当前)的?{_PACE}|从趋势(?:看|来看)|推测|推算|"
+    r"\b(?:based on (?:the )?(?:current )?(?:trend|data|pace|rate|numbers|ramp|growth|trajectory)|"
+    r"at (?:this|the current) "
     r"(?:pace|rate)|(?:with|given) (?:this|these|the current|the) (?:trend|numbers|figures|data|pace|slope|"
-    r"trajectory|growth|rate)|"
+    r"trajectory|growth|rate|ramp)|"
     r"if (?:this|the) trend|extrapolat\w+|judging by)\b",
     re.IGNORECASE,
 )
@@ -50,12 +55,13 @@ _BASIS = re.compile(
 # a modal with an event (上线, ship) is one only with a future time (a schedule otherwise).
 _METRIC = re.compile(
     r"超过|达到|突破|提升|提高|下降|增长|降到|升到|降低|赶上|胜出|"
-    r"\b(?:exceed|reach|surpass|hit|grow|rise|fall|drop|beat|outperform|win)\w*",
+    r"\b(?:exceed|reach|surpass|hit|grow|rise|fall|drop|beat|outperform|win|double|triple|halve)\w*|"
+    r"\b(?:pass|top|cross)(?:es)? [\d,.]+",
     re.IGNORECASE,
 )
 _EVENT = re.compile(
     r"完成|做完|上线|发布|交付|"
-    r"\b(?:finish|be (?:done|finished|ready)|ship|launch|go live|release)\w*",
+    r"\b(?:finish|be (?:done|finished|ready|\w+ed)|ship|launch|go live|release)\w*",
     re.IGNORECASE,
 )
 _HEDGE = re.compile(
