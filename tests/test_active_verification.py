@@ -64,35 +64,16 @@ def test_what_was_found_becomes_citable_evidence(tmp_path: Path, kb: KnowledgeBa
         lookups={"knowledge_base": kb_lookup(lambda: kb)},
     )
     ledger = Ledger()
-    first = guard.check(
-        Assertion(
-            member="lingzhi", type="fact", session="s", content="知识库中有关于气功与呼吸的文章"
-        ),
-        ledger,
-    )
-    assert first.decision == "approved"
-    cited = guard.check(
-        Assertion(
-            member="lingzhi",
-            type="fact",
-            session="s",
-            content="调息是气功的核心",
-            evidence_ids=["kb:qg-007"],
-        ),
-        ledger,
-    )
-    assert cited.decision == "approved"
-    elsewhere = guard.check(
-        Assertion(
-            member="lingzhi",
-            type="fact",
-            session="other",
-            content="调息是气功的核心",
-            evidence_ids=["kb:qg-007"],
-        ),
-        ledger,
-    )
-    assert elsewhere.decision == "rejected"  # evidence stays in its own session
+
+    def fact(session: str, content: str, cited: list[str]) -> str:
+        assertion = Assertion(
+            member="lingzhi", type="fact", session=session, content=content, evidence_ids=cited
+        )
+        return guard.check(assertion, ledger).decision.value
+
+    assert fact("s", "知识库中有关于气功与呼吸的文章", []) == "approved"
+    assert fact("s", "调息是气功的核心", ["kb:qg-007"]) == "approved"
+    assert fact("other", "调息是气功的核心", ["kb:qg-007"]) == "rejected"  # its own session only
 
 
 @pytest.mark.parametrize(("on_error", "decision"), [("fail", "rejected"), ("pass", "approved")])
