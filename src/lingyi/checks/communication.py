@@ -75,8 +75,15 @@ def _is_word(text: str, match: re.Match[str]) -> bool:
 @dataclass(frozen=True)
 class Match:
     ok: bool
-    why: str
+    why: str  # English
     contradicts: bool = False  # the record says the opposite about the same work
+    why_zh: str = ""
+
+    def reason(self, lang: str) -> str:
+        return self.why_zh if lang == "zh" and self.why_zh else self.why
+
+
+_STATUS_ZH = {"done": "已完成", "not_done": "未完成"}
 
 
 def compare(claim: str, record: str) -> Match:
@@ -88,13 +95,26 @@ def compare(claim: str, record: str) -> Match:
     cv, rv = versions(claim), versions(record)
     if cv and not cv <= rv:
         shown = ", ".join(sorted(rv)) or "none"
-        return Match(False, f"version differs: claim {', '.join(sorted(cv))}, record {shown}")
+        claimed = ", ".join(sorted(cv))
+        return Match(
+            False,
+            f"version differs: claim {claimed}, record {shown}",
+            why_zh=f"版本或编号不符：转述为 {claimed}，记录为 {shown}",
+        )
     cs, rs = status(claim), status(record)
     if cs and rs and cs != rs:
-        return Match(False, f"status contradicts the record: claim {cs}, record {rs}", True)
+        return Match(
+            False,
+            f"status contradicts the record: claim {cs}, record {rs}",
+            True,
+            f"状态与记录矛盾：转述为{_STATUS_ZH[cs]}，记录为{_STATUS_ZH[rs]}",
+        )
     for extra in clauses(claim)[1:]:
         if not _extra_supported(extra, record):
-            return Match(False, f"the record does not say: {extra.strip()}")
+            said = extra.strip()
+            return Match(
+                False, f"the record does not say: {said}", why_zh=f"记录中没有这句：{said}"
+            )
     return _topic_match(claim, record)
 
 
@@ -126,14 +146,21 @@ def _topic_match(claim: str, record: str) -> Match:
     cc, rc = concepts(claim), concepts(record)
     across = lang_of(claim) != lang_of(record)
     if cc and (missing := cc - rc):
-        return Match(False, f"topic not in the record: {sorted(missing)}")
+        topics = ", ".join(sorted(missing))
+        return Match(
+            False, f"topic not in the record: {topics}", why_zh=f"记录中没有这个话题：{topics}"
+        )
     if across:
         return _across_languages(claim, record, cc)
     if cc:
-        return Match(True, "same topic")
+        return Match(True, "same topic", why_zh="话题一致")
     ct, rt = terms(claim), terms(record)
     share = len(ct & rt) / max(1, len(ct))
-    return Match(share >= 0.4, f"{share:.0%} of the claim's terms are in the record")
+    return Match(
+        share >= 0.4,
+        f"{share:.0%} of the claim's terms are in the record",
+        why_zh=f"转述的词语只有 {share:.0%} 见于记录",
+    )
 
 
 def _across_languages(claim: str, record: str, cc: frozenset[str]) -> Match:
@@ -144,10 +171,19 @@ def _across_languages(claim: str, record: str, cc: frozenset[str]) -> Match:
     """
     cn, rn = neutral_terms(claim), neutral_terms(record)
     if rn and not cn <= rn:
-        return Match(False, f"numbers differ: claim {', '.join(sorted(cn - rn))} not in the record")
+        extra = ", ".join(sorted(cn - rn))
+        return Match(
+            False,
+            f"numbers differ: claim {extra} not in the record",
+            why_zh=f"数字不符：记录中没有 {extra}",
+        )
     literal = {t for t in terms(claim) & terms(record) if not t.startswith("@")}
     ok_ = len(cc) >= 2 or bool(cn & rn or literal)
-    return Match(ok_, "concepts, numbers and ids agree" if ok_ else "too little in common")
+    return Match(
+        ok_,
+        "concepts, numbers and ids agree" if ok_ else "too little in common",
+        why_zh="概念、数字与编号一致" if ok_ else "与记录的共同之处太少",
+    )
 
 
 class CommunicationParams(CheckParams):
@@ -213,7 +249,7 @@ def _not_on_record(
     else:
         rid, _, match = _closest(claim.text, results)
         why = ctx.t(
-            f"{member.name} 的记录中没有相符的消息（最接近的 {rid}：{match.why}）",
+            f"{member.name} 的记录中没有相符的消息（最接近的 {rid}：{match.reason('zh')}）",
             f"no message from {member.id} matches (closest {rid}: {match.why})",
         )
     return fail(
