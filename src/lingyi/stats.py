@@ -20,18 +20,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
 import os
-import pickle
 import re
-import subprocess
-import sys
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
-from subprocess import PIPE
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -1012,49 +1011,16 @@ def _aggregate(path: Path, window: Window, member: str | None, workers: int | No
 def _run_chunks(tasks: list[_Task]) -> list[tuple[Aggregator, int]]:
     try:
         return _run_workers(tasks)
-    except (OSError, WorkerError) as exc:  # e.g. a sandbox that allows no processes
+    except (OSError, BrokenProcessPool) as exc:  # e.g. a sandbox that allows no processes
         log.warning("stats.workers_failed", error=str(exc))
         return [_scan(t) for t in tasks]
 
 
-class WorkerError(LingyiError):
-    """A worker process counting a chunk of the log failed."""
-
-
-# Workers are plain ``python -c`` processes, not multiprocessing: they never re-import the
-# caller's __main__ (``python -m lingyi`` runs its CLI at import), and starting them is
-# safe from a threaded caller such as the MCP server.
-_WORKER_CODE = "import lingyi.stats as s; s.worker_main()"
-
-
 def _run_workers(tasks: list[_Task]) -> list[tuple[Aggregator, int]]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_package_root(), *sys.path])}
-    command = [sys.executable, "-c", _WORKER_CODE]
-    procs = [subprocess.Popen(command, stdin=PIPE, stdout=PIPE, env=env) for _ in tasks]
-    for proc, task in zip(procs, tasks, strict=True):
-        assert proc.stdin is not None
-        proc.stdin.write(pickle.dumps(task))
-        proc.stdin.close()
-    return [_collect(proc) for proc in procs]
-
-
-def _collect(proc: subprocess.Popen[bytes]) -> tuple[Aggregator, int]:
-    assert proc.stdout is not None
-    data = proc.stdout.read()
-    if proc.wait() != 0:
-        raise WorkerError(f"stats worker exited with {proc.returncode}")
-    part: tuple[Aggregator, int] = pickle.loads(data)  # our own child, our own classes
-    return part
-
-
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parent.parent)
-
-
-def worker_main() -> None:
-    """Entry point of a worker process: a pickled task on stdin, counters on stdout."""
-    task: _Task = pickle.loads(sys.stdin.buffer.read())
-    sys.stdout.buffer.write(pickle.dumps(_scan(task)))
+    # spawn, not fork: the MCP server calls stats from a process with threads.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=len(tasks), mp_context=context) as pool:
+        return list(pool.map(_scan, tasks))
 
 
 def _auto_workers(size: int) -> int:
