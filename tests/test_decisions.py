@@ -82,6 +82,7 @@ DOMAIN = [
     ("latest technological gadgets", "rejected", None),  # not "logic"
     ("Zen koans and Buddhist practice", "approved", "释"),
     ("philosophy of science", "approved", "哲"),  # philosoph* is a stem
+    ("Kant's categorical imperative explained", "approved", "哲"),
 ]
 
 
@@ -126,6 +127,8 @@ COMMUNICATION = [
     ("lingyi", "LingFlow said PR #3318 was merged", "rejected"),
     ("lingyi", "LingFlow said the iOS v2.4.1 build is done", "rejected"),  # closest record: failed
     ("lingyi", "LingFlow said the Android v2.4.1 build was submitted for review", "approved"),
+    ("lingyi", "灵通说v0.17的发布暂缓到7月25日", "rejected"),  # a date the record never gave
+    ("lingyi", "LingResearch said exp-37 was cancelled", "rejected"),  # cancelled is a new claim
 ]
 
 
@@ -164,6 +167,9 @@ INFERENCE = [
     ("实验在更大样本上可能表现更好", "approved"),  # hedged: no evidence demanded either
     ("根据数据推算，存储空间将在3月底耗尽", "fallback"),
     ("Given the current slope, the backlog will hit zero by Friday.", "fallback"),
+    ("东城分馆下个月借阅量肯定还是第一", "fallback"),  # certainty about next month
+    ("NPS will turn negative next year if nothing changes.", "fallback"),
+    ("West branch lent 3,757 more books than Nanhu (an-3).", "approved"),  # not a git branch
 ]
 
 

@@ -134,7 +134,7 @@ def terms(text: str) -> set[str]:
 
 _THING_ID = re.compile(
     r"(?<![A-Za-z0-9_.\-])(?!(?:week|day|month|year|sprint|quarter|phase|step|page)-)"
-    r"([A-Za-z]{2,12}-\d+|#\d+)(?!\d|\.\d)",
+    r"([A-Za-z]{1,12}-\d+|#\d+)(?!\d|\.\d)",
     re.IGNORECASE,
 )
 _EDITION = re.compile(r"第\s*(\d+)\s*版|\bversion\s+(\d+(?:\.\d+){0,2})\b", re.IGNORECASE)
@@ -176,7 +176,7 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
     "dataset": ("数据集", "dataset", "data set"),
     "label": ("标注", "label", "annotat"),
     "report": ("报告", "report"),
-    "kb": ("知识库", "knowledge base"),
+    "kb": ("知识库", "knowledge base", "kb ", " kb"),
     "rebuild": ("重建", "重新构建", "rebuil", "reindex"),
     "train": ("训练", "train"),
     "test": ("测试", "test"),
@@ -201,7 +201,9 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
     "friday": ("周五", "星期五", "friday"),
     "saturday": ("周六", "星期六", "saturday"),
     "sunday": ("周日", "星期日", "周天", "sunday"),
-    "cleaning": ("清洗", "清理数据", "cleaning", "cleanup", "clean-up"),
+    "cleaning": ("清洗", "清理数据", "clean"),
+    "cancel": ("取消", "cancel"),
+    "approve": ("批准", "同意了", "approve"),
 }
 
 

@@ -25,7 +25,7 @@ from lingyi.checks._text import (
 )
 from lingyi.policy import MemberPolicy, PolicySet
 
-_VERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午)?(?:跟我|对我|和我)?(?:说过|说|表示|告诉我|告诉|称|提到|确认|报告|反馈|通知|讲|回复|宣布|在群里说)(?:了|过)?"
+_VERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午)?(?:跟我|对我|和我)?(?:说过|说|表示|告诉我|告诉|称|提到|提醒|强调|透露|说明|确认|报告|反馈|通知|讲|回复|宣布|在群里说)(?:了|过)?"
 _VERB_EN = (
     r"(?:has |had )?(?:said|says|told (?:me|us)|tells (?:me|us)|reported|reports|confirmed|"
     r"confirms|mentioned|mentions|announced|announces|stated|states|wrote|writes|noted|notes|"
@@ -101,6 +101,14 @@ def compare(claim: str, record: str) -> Match:
             f"version differs: claim {claimed}, record {shown}",
             why_zh=f"版本或编号不符：转述为 {claimed}，记录为 {shown}",
         )
+    cn, rn = neutral_terms(claim), neutral_terms(record)
+    if rn and not cn <= rn:  # 7月25日 is not 7月15日; 1932 is 1,932
+        extra = ", ".join(sorted(cn - rn))
+        return Match(
+            False,
+            f"numbers differ: {extra} not in the record",
+            why_zh=f"数字不符：记录中没有 {extra}",
+        )
     cs, rs = status(claim), status(record)
     if cs and rs and cs != rs:
         return Match(
@@ -123,7 +131,7 @@ def compare(claim: str, record: str) -> Match:
 # ';' and at connectives that add a claim.
 _CLAUSE = re.compile(
     r"[，；;。]\s*(?:而且|并且|另外|同时|此外|但是|但)?|而且|并且|另外|此外|"
-    r",?\s+and\s+(?=also |found |there |it |no )|,?\s+(?:but|while)\s+",
+    r",?\s+and\s+(?=also |found |there |it |no |she |he |they |we |i )|,?\s+(?:but|while)\s+",
     re.IGNORECASE,
 )
 

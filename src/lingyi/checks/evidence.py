@@ -98,7 +98,7 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
     subjects = {
         n: s for n, s in params.subjects.items() if any(m.lower() in lower for m in s.markers)
     }
-    if not subjects or ctx.assertion.evidence_ids:
+    if not subjects or ctx.assertion.evidence_ids or _mentions_recorded(ctx):
         return ok(ctx.t("无需额外证据或已引用证据", "no verifiable subject, or evidence cited"))
     if is_inference(text):  # a prediction is not a fact; inference.labelled handles it
         return ok(
@@ -122,6 +122,15 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
                 f"supported by evidence in this session ({', '.join(subjects)})",
             )
         )
+    )
+
+
+def _mentions_recorded(ctx: CheckContext) -> bool:
+    """The text itself names an id or URL a tool returned in this session: a citation."""
+    text = ctx.assertion.content
+    ledger = ctx.ledger.session(ctx.assertion.session)
+    return any(u in text for u in ledger.urls) or any(
+        len(i) >= 5 and i in text for i in ledger.by_id
     )
 
 

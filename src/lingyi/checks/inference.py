@@ -24,8 +24,9 @@ _STRONG = re.compile(
     r"\b(?:is|are) (?:bound|guaranteed|certain) to\b",
     re.IGNORECASE,
 )
+_CERTAIN = re.compile(r"肯定|一定|必然|\b(?:definitely|certainly|surely)\b", re.IGNORECASE)
 _MODAL_ZH = re.compile(
-    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|就能|才能|预计|预期|(?<![大武])将(?=[会要在于能把达超突提降升增完]|上线|发布)|能够"
+    r"(?<![社机学开大委协理体领聚工晚例约峰都宴舞博年庙])会(?![议员话长计谈场所晤面客合诊费务])|将会|将要|就能|才能|预计|预期|(?<![大武])将(?=[会要在于能把达超突提降升增完比]|上线|发布)|能够"
 )
 _MODAL_EN = re.compile(
     r"\b(?:will|won't|is going to|are going to|shall|(?:is|are) (?:set|expected|projected|"
@@ -43,19 +44,20 @@ _FUTURE = re.compile(
 _PACE = r"(?:速度|进度|趋势|增长率|增速|节奏|势头)"
 _BASIS = re.compile(
     rf"基于.{{0,12}}(?:趋势|数据|规律|进度)|根据.{{0,12}}(?:趋势|规律|进度)|照(?:这个|目前|现在)的?{_PACE}|"
-    rf"按(?:照)?(?:这个|目前|现在|当前)的?{_PACE}|从趋势(?:看|来看)|推测|推算|"
+    rf"按(?:照)?(?:这个|目前|现在|当前)的?.{{0,4}}?{_PACE}|从趋势(?:看|来看)|推测|推算|"
     r"\b(?:based on (?:the )?(?:current )?(?:trend|data|pace|rate|numbers|ramp|growth|trajectory)|"
     r"at (?:this|the current) "
     r"(?:pace|rate)|(?:with|given) (?:this|these|the current|the) (?:trend|numbers|figures|data|pace|slope|"
     r"trajectory|growth|rate|ramp)|"
-    r"if (?:this|the) trend|extrapolat\w+|judging by)\b",
+    r"if (?:this|the) trend|if nothing changes|extrapolat\w+|judging by)\b",
     re.IGNORECASE,
 )
 # A modal with a forecast metric is a prediction on its own (将达到185条, will exceed 0.9);
 # a modal with an event (上线, ship) is one only with a future time (a schedule otherwise).
 _METRIC = re.compile(
-    r"超过|达到|突破|提升|提高|下降|增长|降到|升到|降低|赶上|胜出|"
-    r"\b(?:exceed|reach|surpass|hit|grow|rise|fall|drop|beat|outperform|win|double|triple|halve)\w*|"
+    r"超过|达到|突破|提升|提高|下降|增长|降到|升到|降低|赶上|胜出|跌破|跌到|跌至|比.{0,10}?(?:少|多|高|低)|"
+    r"\b(?:exceed|reach|surpass|hit|grow|rise|fall|drop|beat|outperform|win|double|triple|halve|"
+    r"decline|increase|decrease|turn (?:negative|positive))\w*|"
     r"\b(?:pass|top|cross)(?:es)? [\d,.]+",
     re.IGNORECASE,
 )
@@ -94,6 +96,8 @@ def prediction_signal(text: str) -> str | None:
         return None
     if strong := _STRONG.search(text):
         return strong.group(0)
+    if (sure := _CERTAIN.search(text)) and (when := _FUTURE.search(text)):
+        return f"{when.group(0)} … {sure.group(0)}"  # 下个月肯定还是第一
     modal = _MODAL_ZH.search(text) or _MODAL_EN.search(text)
     if modal is None:
         return None
