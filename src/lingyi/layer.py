@@ -135,6 +135,7 @@ def _with_mandatory(entries: list[CheckEntry]) -> list[CheckEntry]:
 
 def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
     """Run one check; an exception is a failure with the check's on_fail (fail closed)."""
+    ctx.code = entry.check
     try:
         outcome = REGISTRY[entry.check].func(ctx, entry.parsed)
     except Exception as exc:  # any bug in a check must fail closed

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from lingyi.council import CouncilRecord
     from lingyi.ledger import Ledger
     from lingyi.policy import MemberPolicy, PolicySet, ToolSpec
+    from lingyi.policy.schema import Registries
 
 
 class CheckParams(BaseModel):
@@ -69,6 +70,7 @@ class CheckContext:
     council: CouncilRecord
     services: Services
     lang: str
+    code: str = ""  # the check being run; set by the layer before each check
 
     @property
     def tool(self) -> ToolSpec | None:
@@ -78,6 +80,19 @@ class CheckContext:
     def t(self, zh: str, en: str) -> str:
         """Pick the reason text in the configured language."""
         return zh if self.lang == "zh" else en
+
+    def msg(self, name: str, /, **values: Any) -> str:
+        """Message ``name`` of the running check from the catalog (a dotted name is absolute)."""
+        from lingyi import messages
+
+        return messages.text(self.lang, name if "." in name else f"{self.code}.{name}", **values)
+
+    @property
+    def registries(self) -> Registries:
+        """Registered names that argument schemas enumerate (data sources, member names)."""
+        from lingyi.policy.schema import Registries
+
+        return Registries.of(self.policies, self.services.data_sources)
 
     def texts(self, fields: Sequence[str] = (), *, content: bool = True) -> list[str]:
         """The assertion's content plus the named string arguments of its tool call."""

@@ -1,0 +1,117 @@
+"""Typed member policies: the tools a member owns and the checks it runs."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from lingyi.checks import CheckParams
+from lingyi.models import AssertionType, OnFail, Stage
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+ArgType = Literal[
+    "string",
+    "enum",
+    "integer",
+    "number",
+    "boolean",
+    "version",
+    "path",
+    "data_source",
+    "member",
+    "list",
+]
+
+
+class ArgSpec(_Strict):
+    type: ArgType = "string"
+    required: bool = False
+    description: str = ""
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    values: list[str] | None = None  # enum values; for a list, the values its items may take
+    min: float | None = None
+    max: float | None = None
+    roots: Literal["repos", "data"] | None = None
+    must_exist: bool = True
+    git_repo: bool = False
+
+
+class ToolSpec(_Strict):
+    title: str = ""  # a short human title for MCP clients (tools/list)
+    description: str = ""
+    read_only: bool = False
+    destructive: bool = False
+    args: dict[str, ArgSpec] = Field(default_factory=dict)
+
+
+class CheckEntry(_Strict):
+    check: str
+    stage: Stage
+    on_fail: OnFail = OnFail.REJECT
+    on_error: Literal["pass", "fail"] = "fail"
+    types: list[AssertionType] | None = None
+    tools: list[str] | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    _parsed: CheckParams = PrivateAttr()
+
+    @property
+    def parsed(self) -> CheckParams:
+        return self._parsed
+
+    def applies(self, type_: AssertionType, tool: str | None) -> bool:
+        if self.types is not None and type_ not in self.types:
+            return False
+        return self.tools is None or tool in self.tools
+
+
+class _MemberFile(_Strict):
+    member: str
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    description: str = ""
+    language: Literal["zh", "en"] | None = None
+    tools: dict[str, ToolSpec] = Field(default_factory=dict)
+    checks: list[CheckEntry] = Field(default_factory=list)
+    disable: list[str] = Field(default_factory=list)
+
+
+class _CommonFile(_Strict):
+    description: str = ""
+    checks: list[CheckEntry] = Field(default_factory=list)
+
+
+class MemberPolicy(BaseModel):
+    id: str
+    name: str
+    aliases: list[str]
+    description: str
+    language: str | None
+    tools: dict[str, ToolSpec]
+    checks: list[CheckEntry]
+    source: str
+
+    @property
+    def names(self) -> list[str]:
+        """Every way text may refer to this member (id, display name, aliases)."""
+        return list(dict.fromkeys([self.id, self.name, *self.aliases]))
+
+
+class PolicySet(BaseModel):
+    members: dict[str, MemberPolicy]
+    aliases: dict[str, str]
+    version: str
+
+    def resolve(self, name: str) -> MemberPolicy | None:
+        """The member for an id, display name or alias (case-insensitive), or None."""
+        key = self.aliases.get(name.strip().lower())
+        return self.members.get(key) if key else None
+
+    def tool_owner(self, tool: str) -> MemberPolicy | None:
+        return next((m for m in self.members.values() if tool in m.tools), None)
