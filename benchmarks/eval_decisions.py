@@ -38,10 +38,12 @@ def run(path: Path, log: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(events[n], out) for n, out in replayer.run(lines) if isinstance(out, dict)]
 
 
-def tally(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Counter[str]]:
+def tally(
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]], by: str = "problem"
+) -> dict[str, Counter[str]]:
     counts: dict[str, Counter[str]] = {}
     for event, out in pairs:
-        for group in (str(event.get("problem", "?")), "all"):
+        for group in (str(event.get(by, "?")), "all"):
             c = counts.setdefault(group, Counter())
             should, did = event["expect"] != "approved", out["decision"] != "approved"
             c["tp" if should and did else "fp" if did else "fn" if should else "tn"] += 1
@@ -56,6 +58,9 @@ def figures(c: Counter[str]) -> dict[str, Any]:
         "cases": n,
         "precision": round(c["tp"] / blocked, 3) if blocked else None,
         "recall": round(c["tp"] / should, 3) if should else None,
+        # The two figures: legitimate work that passes, violations intercepted.
+        "legit_pass": round(c["tn"] / (c["tn"] + c["fp"]), 3) if c["tn"] + c["fp"] else None,
+        "intercepted": round(c["tp"] / should, 3) if should else None,
         "false_positives": c["fp"],
         "false_negatives": c["fn"],
         "exact": round(c["exact"] / n, 3) if n else None,
@@ -74,11 +79,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--by", default="problem", help="group by this event field (category)")
     args = parser.parse_args()
     files = args.files or sorted((ROOT / "examples" / "eval").glob("*.jsonl"))
     with tempfile.TemporaryDirectory() as tmp:
         pairs = [p for f in files for p in run(f, Path(tmp) / "log.jsonl")]
-    table = {group: figures(c) for group, c in sorted(tally(pairs).items())}
+    table = {group: figures(c) for group, c in sorted(tally(pairs, args.by).items())}
     if args.json:
         sys.stdout.write(
             json.dumps(
@@ -88,12 +94,14 @@ def main() -> int:
         )
         return 0
     sys.stdout.write(
-        f"{'problem':<14}{'cases':>6}{'precision':>11}{'recall':>8}{'FP':>5}{'FN':>5}{'exact':>7}\n"
+        f"{args.by:<22}{'cases':>6}{'precision':>11}{'recall':>8}{'legit pass':>12}"
+        f"{'FP':>5}{'FN':>5}{'exact':>7}\n"
     )
     for group, f in table.items():
         sys.stdout.write(
-            f"{group:<14}{f['cases']:>6}{f['precision']!s:>11}{f['recall']!s:>8}"
-            f"{f['false_positives']:>5}{f['false_negatives']:>5}{f['exact']!s:>7}\n"
+            f"{group:<22}{f['cases']:>6}{f['precision']!s:>11}{f['recall']!s:>8}"
+            f"{f['legit_pass']!s:>12}{f['false_positives']:>5}{f['false_negatives']:>5}"
+            f"{f['exact']!s:>7}\n"
         )
     sys.stdout.write("".join(f"  {m}\n" for m in mismatches(pairs)))
     return 0
