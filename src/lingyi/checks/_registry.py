@@ -95,10 +95,6 @@ class CheckContext:
         call = self.assertion.tool_call
         return self.member.tools.get(call.name) if call else None
 
-    def t(self, zh: str, en: str) -> str:
-        """Pick the reason text in the configured language."""
-        return zh if self.lang == "zh" else en
-
     def msg(self, name: str, /, **values: Any) -> str:
         """Message ``name`` of the running check from the catalog (a dotted name is absolute)."""
         return messages.text(self.lang, name if "." in name else f"{self.code}.{name}", **values)
