@@ -38,9 +38,11 @@ def roots(tmp_path: Path) -> Path:
     return tmp_path / "repos"
 
 
-def run(policies: PolicySet, roots: Path, tool: str, **args: Any) -> VerificationResult:
+def run(
+    policies: PolicySet, roots: Path, tool: str, lang: str = "en", **args: Any
+) -> VerificationResult:
     layer = ConstraintLayer(
-        policies, MemoryCouncil(), services=Services(repo_roots=[roots]), language="en"
+        policies, MemoryCouncil(), services=Services(repo_roots=[roots]), language=lang
     )
     call = {"name": tool, "arguments": {"repo_path": "app", **args}}
     return layer.verify(
@@ -132,3 +134,51 @@ def test_git_checks_leave_refused_paths_to_path_allowed(policies: PolicySet, roo
         Ledger(),
     )
     assert failed(result) == ["tool.path_allowed"]
+
+
+PUSH_MAIN = {"remote": "origin", "branch": "main", "force": True}
+COMMIT_OUT = {"message": "m", "paths": ["../outside.txt"]}
+BRANCH = {"name": "topic"}
+# (language, mid-merge?, tool, arguments, failed check, where the text is, part of the text)
+WORDING = [
+    ("zh", False, "git_push", PUSH_MAIN, "git.protected_force", "reason", "禁止强制推送受保护分支 main"),
+    ("en", False, "git_push", PUSH_MAIN, "git.protected_force", "reason", "protected branch 'main'"),
+    ("zh", False, "git_push", PUSH_MAIN, "git.protected_force", "note", "只演练推送，不带 force"),
+    ("en", False, "git_push", PUSH_MAIN, "git.protected_force", "note", "dry-run push without force"),
+    ("zh", False, "git_commit", COMMIT_OUT, "git.paths_inside", "reason", "文件不在仓库内：../outside.txt"),
+    ("en", False, "git_commit", COMMIT_OUT, "git.paths_inside", "reason", "outside the repository: ../outside.txt"),
+    ("zh", True, "git_branch", BRANCH, "git.clean_state", "reason", "仓库正在合并中，拒绝操作"),
+    ("en", True, "git_branch", BRANCH, "git.clean_state", "reason", "a merge is in progress; refusing"),
+    ("zh", True, "git_branch", BRANCH, "git.clean_state", "recommendation", "先处理仓库状态：git merge --continue"),
+    ("en", True, "git_branch", BRANCH, "git.clean_state", "recommendation", "settle the repository first: git merge"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lang", "merging", "tool", "args", "code", "where", "text"), WORDING)
+def test_git_check_texts_are_in_the_configured_language(
+    policies: PolicySet,
+    roots: Path,
+    lang: str,
+    merging: bool,
+    tool: str,
+    args: dict[str, Any],
+    code: str,
+    where: str,
+    text: str,
+) -> None:
+    """Reasons, recommendations and the dry-run note come from the catalog of the language."""
+    repo = roots / "app"
+    if merging:
+        (repo / ".git" / "MERGE_HEAD").write_text(git(repo, "rev-parse", "HEAD") + "\n")
+    result = run(policies, roots, tool, lang, **args)
+    check = next(c for c in result.checks if c.code == code)
+    found = check.detail["fallback"]["note"] if where == "note" else getattr(check, where)
+    assert text in found
+
+
+def test_an_unsafe_state_is_named_in_the_detail(policies: PolicySet, roots: Path) -> None:
+    """A client reads which state blocked the work from the detail, not from the text."""
+    git(roots / "app", "checkout", "-q", "--detach")
+    result = run(policies, roots, "git_commit", message="m", add_all=True)
+    check = next(c for c in result.checks if c.code == "git.clean_state")
+    assert check.detail["state"] == "detached"

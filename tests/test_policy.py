@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from lingyi.council import MemoryCouncil
 from lingyi.errors import PolicyError
+from lingyi.layer import ConstraintLayer
+from lingyi.ledger import Ledger
+from lingyi.models import Assertion
 from lingyi.policy import PolicyStore, load_policies
 from tests.conftest import SHIPPED_POLICIES
 
@@ -37,11 +41,8 @@ def test_lingyan_is_an_alias_of_lingresearch(alias: str) -> None:
 BAD = [
     ('on_fail = "reject"', 'on_fail = "explode"', "checks[0].on_fail"),
     ('check = "boundary.medical"', 'check = "boundary.nonsense"', "checks[0].check"),
-    (
-        'params = { fields = ["query"] }',
-        'params = { fieldz = ["query"] }',
-        "checks[0].params.fieldz",
-    ),
+    ('fields = ["query"]', 'fieldz = ["query"]', "checks[0].params.fieldz"),
+    ('zh = "请咨询执业医师', 'fr = "请咨询执业医师', "checks[0].params.referral"),
     ('stage = "boundary"', 'stage = "later"', "checks[0].stage"),
     ('member = "lingzhi"', 'member = "lingzhi"\ncolour = "blue"', "colour"),
     ("[tools.search_knowledge.args.query]", "[tools.search_knowledge.args.query", "not valid TOML"),
@@ -100,3 +101,38 @@ def test_store_reloads_on_change_and_keeps_last_good_on_error(folder: Path) -> N
     assert store.current().version != first
     (folder / "lingxi.toml").write_text('member = "lingxi"\nnme = "x"\n', encoding="utf-8")
     assert "lingxi" in store.current().members  # the broken file did not take effect
+
+
+LABELLED = 'check = "inference.labelled"\nstage = "fact_verification"\non_fail = "fallback"\n'
+FORECAST_EN, FORECAST_ZH = "It will ship next Monday.", "灵通下周一会上线新版本"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "content", "relabelled"),
+    [
+        # one of the labels: the relabelled text passes; the other language keeps its default
+        ('{ en = "Prediction: " }', FORECAST_EN, "Prediction: " + FORECAST_EN),
+        ('{ en = "Prediction: " }', FORECAST_ZH, "【推演】" + FORECAST_ZH),
+        ('{ zh = "【推断】" }', FORECAST_ZH, "【推断】" + FORECAST_ZH),
+        ('{ en = "Guess: " }', FORECAST_EN, None),  # relabelled text would fail again
+        ('{ fr = "Inférence : " }', FORECAST_EN, None),  # no such language
+    ],
+)
+def test_inference_prefix_is_a_label_in_a_known_language(
+    folder: Path, prefix: str, content: str, relabelled: str | None
+) -> None:
+    """A policy may choose the label a fallback adds, but only one the check recognises."""
+    path = folder / "_common.toml"
+    text = path.read_text(encoding="utf-8")
+    assert LABELLED in text
+    text = text.replace(LABELLED, f"{LABELLED}params = {{ prefix = {prefix} }}\n")
+    path.write_text(text, encoding="utf-8")
+    if relabelled is None:
+        with pytest.raises(PolicyError) as info:
+            load_policies(folder)
+        assert "_common.toml" in str(info.value) and "checks[3].params.prefix" in str(info.value)
+        return
+    layer = ConstraintLayer(load_policies(folder), MemoryCouncil())
+    fact = Assertion(member="lingresearch", type="fact", content=content)
+    result = layer.verify(fact, Ledger())
+    assert result.fallback is not None and result.fallback.content == relabelled

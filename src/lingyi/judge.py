@@ -29,6 +29,7 @@ SYSTEM = (
     "as fact something the evidence does not show."
 )
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
+CODE = "judge.llm"  # the judge runs outside the check loop: its messages are named absolutely
 
 
 class AnthropicJudge:
@@ -45,13 +46,14 @@ class AnthropicJudge:
 
     def __call__(self, ctx: CheckContext) -> CheckResult:
         if self.config.members and ctx.member.id not in self.config.members:
-            return self._result(True, "judge not configured for this member")
+            return self._result(ctx, True, ctx.msg(f"{CODE}.not_configured"))
         try:
             verdict = self._ask(ctx)
         except (anthropic.APIError, ValueError, KeyError) as exc:
             return self._degraded(ctx, exc)
         passed = verdict["verdict"] != "unsupported"
-        return self._result(passed, str(verdict.get("reason", "")), verdict=verdict["verdict"])
+        reason = str(verdict.get("reason", ""))
+        return self._result(ctx, passed, reason, verdict=verdict["verdict"])
 
     def _ask(self, ctx: CheckContext) -> dict[str, Any]:
         message = self.client.messages.create(
@@ -65,23 +67,21 @@ class AnthropicJudge:
 
     def _degraded(self, ctx: CheckContext, exc: Exception) -> CheckResult:
         passed = self.config.on_error == "pass"
-        why = ctx.t(
-            f"评审模型不可用（{type(exc).__name__}）", f"judge unavailable ({type(exc).__name__})"
-        )
-        return self._result(passed, why, degraded=True)
+        why = ctx.msg(f"{CODE}.unavailable", error=type(exc).__name__)
+        return self._result(ctx, passed, why, degraded=True)
 
     def _result(
-        self, passed: bool, reason: str, *, degraded: bool = False, **detail: Any
+        self, ctx: CheckContext, passed: bool, reason: str, *, degraded: bool = False, **detail: Any
     ) -> CheckResult:
         return CheckResult(
             stage=Stage.JUDGE,
-            code="judge.llm",
+            code=CODE,
             passed=passed,
             reason=reason,
             detail=detail,
             on_fail=OnFail(self.config.on_fail),
             degraded=degraded,
-            recommendation=None if passed else "re-check the evidence; state only what it shows",
+            recommendation=None if passed else ctx.msg(f"{CODE}.hint"),
         )
 
 

@@ -158,10 +158,7 @@ def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
 
 def _raised(ctx: CheckContext, entry: CheckEntry, exc: Exception) -> Outcome:
     passed = entry.on_error == "pass"
-    reason = ctx.t(
-        f"检查出错（{type(exc).__name__}: {exc}）",
-        f"check failed to run ({type(exc).__name__}: {exc})",
-    )
+    reason = ctx.msg("check.raised", error=f"{type(exc).__name__}: {exc}")
     return Outcome(passed, reason, detail={"error": repr(exc)}, degraded=True)
 
 

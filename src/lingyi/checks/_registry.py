@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
+from lingyi import messages
 from lingyi.models import Assertion, Evidence, Fallback
 
 if TYPE_CHECKING:
@@ -22,6 +23,23 @@ class CheckParams(BaseModel):
     """Base of every check's parameters; unknown keys are policy errors."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+def _languages_known(texts: dict[str, str]) -> dict[str, str]:
+    if unknown := sorted(set(texts) - set(messages.LANGUAGES)):
+        known = ", ".join(messages.LANGUAGES)
+        raise ValueError(f"unknown language {', '.join(unknown)} (languages: {known})")
+    return texts
+
+
+# A text a policy writes itself (a member's own referral), one entry per language. The
+# catalog holds the engine's wording; this is for wording that belongs to a member.
+PerLanguage = Annotated[dict[str, str], AfterValidator(_languages_known)]
+
+
+def in_language(texts: Mapping[str, str], lang: str) -> str | None:
+    """The text in ``lang``, else in English (the catalog's fallback too), else None."""
+    return texts.get(lang) or texts.get("en")
 
 
 @dataclass(frozen=True)
@@ -77,14 +95,8 @@ class CheckContext:
         call = self.assertion.tool_call
         return self.member.tools.get(call.name) if call else None
 
-    def t(self, zh: str, en: str) -> str:
-        """Pick the reason text in the configured language."""
-        return zh if self.lang == "zh" else en
-
     def msg(self, name: str, /, **values: Any) -> str:
         """Message ``name`` of the running check from the catalog (a dotted name is absolute)."""
-        from lingyi import messages
-
         return messages.text(self.lang, name if "." in name else f"{self.code}.{name}", **values)
 
     @property

@@ -14,7 +14,16 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
+from lingyi.checks._registry import (
+    CheckContext,
+    CheckParams,
+    Outcome,
+    PerLanguage,
+    fail,
+    in_language,
+    ok,
+    register,
+)
 from lingyi.checks._text import has_cjk
 from lingyi.models import Fallback
 
@@ -81,10 +90,8 @@ def medical_signal(text: str) -> str | None:
 
 class BoundaryParams(CheckParams):
     fields: list[str] = []
-    referral_zh: str = "请咨询执业医师；灵知只提供文化与历史层面的知识"
-    referral_en: str = (
-        "consult a licensed physician; this member only covers cultural and historical knowledge"
-    )
+    # The member's own referral, per language ({zh = "…", en = "…"}); the catalog's otherwise.
+    referral: PerLanguage = {}
 
 
 @register("boundary.medical", BoundaryParams)
@@ -93,13 +100,11 @@ def medical(ctx: CheckContext, params: BoundaryParams) -> Outcome:
     for text in ctx.texts(params.fields):
         if signal := medical_signal(text):
             return fail(
-                ctx.t(
-                    f"越界：医疗建议（“{signal}”）", f'out of bounds: medical advice ("{signal}")'
-                ),
-                ctx.t(params.referral_zh, params.referral_en),
+                ctx.msg("fail", signal=signal),
+                in_language(params.referral, ctx.lang) or ctx.msg("referral"),
                 signal=signal,
             )
-    return ok(ctx.t("未涉及医疗建议", "no medical advice requested"))
+    return ok(ctx.msg("ok"))
 
 
 class DomainParams(CheckParams):
@@ -137,16 +142,11 @@ def scope(ctx: CheckContext, params: DomainParams) -> Outcome:
     found = domains_of(" ".join(texts), params.domains)
     allowed = [d for d in params.domains if d not in params.excluded]
     if any(d in allowed for d in found):
-        return ok(
-            ctx.t(f"属于领域：{'、'.join(found)}", f"in scope: {', '.join(found)}"), domains=found
-        )
-    names = "、".join(allowed)
+        return ok(ctx.msg("ok", domains=ctx.msg("sep").join(found)), domains=found)
+    names = ctx.msg("sep").join(allowed)
     return fail(
-        ctx.t(f"不在服务领域内（{names}）", f"outside the member's domains ({', '.join(allowed)})"),
-        ctx.t(
-            f"请把问题限定在这些领域：{names}",
-            f"restrict the request to one of: {', '.join(allowed)}",
-        ),
+        ctx.msg("fail", domains=names),
+        ctx.msg("hint", domains=names),
         _restricted(ctx, allowed),
         domains=found,
     )
@@ -160,5 +160,5 @@ def _restricted(ctx: CheckContext, allowed: list[str]) -> Fallback | None:
     return Fallback(
         kind="restrict_domains",
         tool_call=call.model_copy(update={"arguments": args}),
-        note=ctx.t("在允许的领域内检索", "search restricted to the allowed domains"),
+        note=ctx.msg("restricted"),
     )

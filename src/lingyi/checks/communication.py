@@ -9,7 +9,7 @@ work, carries the same versions, the same topic and no contradicting status
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
@@ -74,16 +74,12 @@ def _is_word(text: str, match: re.Match[str]) -> bool:
 
 @dataclass(frozen=True)
 class Match:
+    """Whether a record supports a claim, and why: a message of ``communication.on_record``."""
+
     ok: bool
-    why: str  # English
+    why: str  # the message name in the catalog, filled with ``values``
+    values: dict[str, str] = field(default_factory=dict)
     contradicts: bool = False  # the record says the opposite about the same work
-    why_zh: str = ""
-
-    def reason(self, lang: str) -> str:
-        return self.why_zh if lang == "zh" and self.why_zh else self.why
-
-
-_STATUS_ZH = {"done": "已完成", "not_done": "未完成"}
 
 
 def compare(claim: str, record: str) -> Match:
@@ -94,35 +90,17 @@ def compare(claim: str, record: str) -> Match:
     """
     cv, rv = versions(claim), versions(record)
     if cv and not cv <= rv:
-        shown = ", ".join(sorted(rv)) or "none"
-        claimed = ", ".join(sorted(cv))
-        return Match(
-            False,
-            f"version differs: claim {claimed}, record {shown}",
-            why_zh=f"版本或编号不符：转述为 {claimed}，记录为 {shown}",
-        )
+        values = {"claim": ", ".join(sorted(cv)), "record": ", ".join(sorted(rv))}
+        return Match(False, "version_differs" if rv else "version_absent", values)
     cn, rn = neutral_terms(claim), neutral_terms(record)
     if rn and not cn <= rn:  # 7月25日 is not 7月15日; 1932 is 1,932
-        extra = ", ".join(sorted(cn - rn))
-        return Match(
-            False,
-            f"numbers differ: {extra} not in the record",
-            why_zh=f"数字不符：记录中没有 {extra}",
-        )
+        return Match(False, "numbers_differ", {"numbers": ", ".join(sorted(cn - rn))})
     cs, rs = status(claim), status(record)
     if cs and rs and cs != rs:
-        return Match(
-            False,
-            f"status contradicts the record: claim {cs}, record {rs}",
-            True,
-            f"状态与记录矛盾：转述为{_STATUS_ZH[cs]}，记录为{_STATUS_ZH[rs]}",
-        )
+        return Match(False, f"status_claimed_{cs}", contradicts=True)
     for extra in clauses(claim)[1:]:
         if not _extra_supported(extra, record):
-            said = extra.strip()
-            return Match(
-                False, f"the record does not say: {said}", why_zh=f"记录中没有这句：{said}"
-            )
+            return Match(False, "clause_missing", {"clause": extra.strip()})
     return _topic_match(claim, record)
 
 
@@ -152,46 +130,27 @@ def _extra_supported(clause: str, record: str) -> bool:
 
 def _topic_match(claim: str, record: str) -> Match:
     cc, rc = concepts(claim), concepts(record)
-    across = lang_of(claim) != lang_of(record)
     if cc and (missing := cc - rc):
-        topics = ", ".join(sorted(missing))
-        return Match(
-            False, f"topic not in the record: {topics}", why_zh=f"记录中没有这个话题：{topics}"
-        )
-    if across:
+        return Match(False, "topic_missing", {"topics": ", ".join(sorted(missing))})
+    if lang_of(claim) != lang_of(record):
         return _across_languages(claim, record, cc)
     if cc:
-        return Match(True, "same topic", why_zh="话题一致")
+        return Match(True, "same_topic")
     ct, rt = terms(claim), terms(record)
     share = len(ct & rt) / max(1, len(ct))
-    return Match(
-        share >= 0.4,
-        f"{share:.0%} of the claim's terms are in the record",
-        why_zh=f"转述的词语只有 {share:.0%} 见于记录",
-    )
+    return Match(share >= 0.4, "terms_shared", {"share": f"{share:.0%}"})
 
 
 def _across_languages(claim: str, record: str, cc: frozenset[str]) -> Match:
     """Across languages only concepts, numbers, ids and shared literals (道家, PR #482) compare.
 
-    Every number must agree when the record writes numbers in digits at all; the claim must
-    share two concepts, or one concept plus a number, id or literal, with the record.
+    :func:`compare` has already required every number to agree; the claim must share two
+    concepts, or one concept plus a number, id or literal, with the record.
     """
-    cn, rn = neutral_terms(claim), neutral_terms(record)
-    if rn and not cn <= rn:
-        extra = ", ".join(sorted(cn - rn))
-        return Match(
-            False,
-            f"numbers differ: claim {extra} not in the record",
-            why_zh=f"数字不符：记录中没有 {extra}",
-        )
+    shared_numbers = neutral_terms(claim) & neutral_terms(record)
     literal = {t for t in terms(claim) & terms(record) if not t.startswith("@")}
-    ok_ = len(cc) >= 2 or bool(cn & rn or literal)
-    return Match(
-        ok_,
-        "concepts, numbers and ids agree" if ok_ else "too little in common",
-        why_zh="概念、数字与编号一致" if ok_ else "与记录的共同之处太少",
-    )
+    agree = len(cc) >= 2 or bool(shared_numbers or literal)
+    return Match(agree, "across_agree" if agree else "across_little")
 
 
 class CommunicationParams(CheckParams):
@@ -203,16 +162,12 @@ def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
     """A claim about another member's words or work must match that member's record."""
     claim = find_claim(ctx.assertion.content, ctx.policies, ctx.member.id)
     if claim is None:
-        return ok(ctx.t("未涉及其他成员的言论", "no claim about another council member"))
+        return ok(ctx.msg("no_claim"))
     member = ctx.policies.members[claim.member]
     records = _records(ctx, member, params.use_work_evidence)
     results = [(rid, text, compare(claim.text, text)) for rid, text in records]
     if found := _supporting(claim.text, results):
-        return ok(
-            ctx.t(f"与 {member.name} 的记录 {found} 一致", f"matches {member.id}'s record {found}"),
-            member=member.id,
-            matched=found,
-        )
+        return ok(ctx.msg("ok", **_who(member), record=found), member=member.id, matched=found)
     return _not_on_record(ctx, member, claim, results)
 
 
@@ -246,26 +201,23 @@ def _records(ctx: CheckContext, member: MemberPolicy, use_work: bool) -> list[tu
     return list(dict.fromkeys(msgs))
 
 
+def _who(member: MemberPolicy) -> dict[str, str]:
+    """A member as messages name it: by display name (灵通) or by id (lingflow)."""
+    return {"name": member.name, "id": member.id}
+
+
 def _not_on_record(
     ctx: CheckContext, member: MemberPolicy, claim: Claim, results: list[tuple[str, str, Match]]
 ) -> Outcome:
     if not results:
-        why = ctx.t(
-            f"{member.name} 在议会记录中没有任何消息",
-            f"{member.id} has no message on the council record",
-        )
+        why = ctx.msg("no_messages", **_who(member))
     else:
         rid, _, match = _closest(claim.text, results)
-        why = ctx.t(
-            f"{member.name} 的记录中没有相符的消息（最接近的 {rid}：{match.reason('zh')}）",
-            f"no message from {member.id} matches (closest {rid}: {match.why})",
-        )
+        closest = ctx.msg(match.why, **match.values)
+        why = ctx.msg("no_match", **_who(member), record=rid, closest=closest)
     return fail(
-        ctx.t("沟通内容无法证实：", "communication not on record: ") + why,
-        ctx.t(
-            f"请先查阅 {member.name}（{member.id}）在议会记录中的消息，按原话转述或注明未经证实",
-            f"check {member.id}'s messages on the council record and quote what was really said",
-        ),
+        ctx.msg("fail", why=why),
+        ctx.msg("hint", **_who(member)),
         member=member.id,
         claim=claim.text,
     )

@@ -28,23 +28,13 @@ def cited_ids_exist(ctx: CheckContext, params: NoParams) -> Outcome:
     ledger = ctx.ledger.session(ctx.assertion.session)
     missing = [i for i in ctx.assertion.evidence_ids if not ledger.has(i)]
     if not missing:
-        n = len(ctx.assertion.evidence_ids)
-        return ok(ctx.t(f"引用的 {n} 条证据均有记录", f"all {n} cited evidence ids are on record"))
-    return fail(
-        ctx.t(
-            f"引用了本会话中不存在的证据：{', '.join(missing)}",
-            f"cited evidence not recorded in this session: {', '.join(missing)}",
-        ),
-        ctx.t(
-            "只引用本会话中工具实际返回的证据 id；先调用工具获取证据",
-            "cite only ids that a tool returned in this session; run the tool first",
-        ),
-        fabricated=missing,
-    )
+        return ok(ctx.msg("ok", count=len(ctx.assertion.evidence_ids)))
+    return fail(ctx.msg("fail", ids=", ".join(missing)), ctx.msg("hint"), fabricated=missing)
 
 
 class IdPatternParams(CheckParams):
     patterns: dict[str, str] = {"trace": r"\b[0-9a-f]{32}\b"}
+    tools: list[str] = []  # tools that look these ids up, named in the recommendation
 
 
 @register("evidence.id_patterns", IdPatternParams)
@@ -56,21 +46,14 @@ def id_patterns(ctx: CheckContext, params: IdPatternParams) -> Outcome:
     lookup = ctx.services.trace_lookup  # raises on outage: the layer applies on_error
     missing = [i for i in unknown if lookup is None or not lookup(i)]
     if missing:
+        tools = ", ".join(params.tools)
         return fail(
-            ctx.t(
-                f"文中的 id 没有记录也无法确认：{', '.join(missing)}",
-                f"ids in the text are neither recorded nor confirmed: {', '.join(missing)}",
-            ),
-            ctx.t(
-                "先用工具查询该 id（如 query_traces），再引用",
-                "look the id up with a tool first, then cite it",
-            ),
+            ctx.msg("fail", ids=", ".join(missing)),
+            ctx.msg("hint_tools", tools=tools) if tools else ctx.msg("hint"),
             unconfirmed=missing,
         )
     return ok(
-        ctx.t(
-            f"文中的 {len(found)} 个 id 均已核实", f"all {len(found)} ids in the text are verified"
-        ),
+        ctx.msg("ok", count=len(found)),
         confirmed_by_lookup=[i for i in unknown if i not in missing],
     )
 
@@ -99,11 +82,9 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
         n: s for n, s in params.subjects.items() if any(m.lower() in lower for m in s.markers)
     }
     if not subjects or ctx.assertion.evidence_ids or _mentions_recorded(ctx):
-        return ok(ctx.t("无需额外证据或已引用证据", "no verifiable subject, or evidence cited"))
+        return ok(ctx.msg("nothing"))
     if is_inference(text):  # a prediction is not a fact; inference.labelled handles it
-        return ok(
-            ctx.t("推演而非事实陈述，不要求证据", "an inference, not a fact: no evidence required")
-        )
+        return ok(ctx.msg("inference"))
     found: list[Evidence] = []
     for name, spec in subjects.items():
         claim = _claim_terms(ctx, spec, params.stop_terms)
@@ -113,16 +94,9 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
         if not looked_up:
             return _unsupported(ctx, name, spec)
         found += looked_up
-    return (
-        _found(ctx, found)
-        if found
-        else ok(
-            ctx.t(
-                f"有本会话证据支持（{'、'.join(subjects)}）",
-                f"supported by evidence in this session ({', '.join(subjects)})",
-            )
-        )
-    )
+    if found:
+        return _found(ctx, found)
+    return ok(ctx.msg("ok", subjects=ctx.msg("sep").join(subjects)))
 
 
 def _mentions_recorded(ctx: CheckContext) -> bool:
@@ -162,10 +136,7 @@ def _look_up(
 
 def _found(ctx: CheckContext, found: list[Evidence]) -> Outcome:
     ids = ", ".join(e.id for e in found)
-    return ok(
-        ctx.t(f"已主动核实：检索到 {ids}", f"verified actively: the lookup found {ids}"),
-        found=[e.model_dump(mode="json") for e in found],
-    )
+    return ok(ctx.msg("found", ids=ids), found=[e.model_dump(mode="json") for e in found])
 
 
 def _strip(text: str, words: list[str]) -> str:
@@ -175,16 +146,9 @@ def _strip(text: str, words: list[str]) -> str:
 
 
 def _unsupported(ctx: CheckContext, name: str, spec: SubjectSpec) -> Outcome:
-    tools = ", ".join(spec.tools)
     return fail(
-        ctx.t(
-            f"关于{name}的事实陈述在本会话中没有相关证据",
-            f"a fact about {name} with no related evidence in this session",
-        ),
-        ctx.t(
-            f"先调用 {tools} 获取证据，再陈述并引用证据 id",
-            f"call {tools} first, then state the fact citing the evidence ids",
-        ),
+        ctx.msg("fail", subject=name),
+        ctx.msg("hint", tools=", ".join(spec.tools)),
         subject=name,
         tools=spec.tools,
     )
@@ -204,14 +168,5 @@ def urls_recorded(ctx: CheckContext, params: UrlParams) -> Outcome:
     urls = [u.rstrip(".,;") for u in _URL.findall(ctx.assertion.content)]
     missing = [u for u in urls if u not in ledger.urls]
     if not missing:
-        return ok(
-            ctx.t(f"引用的 {len(urls)} 个链接均有记录", f"all {len(urls)} cited URLs are on record")
-        )
-    return fail(
-        ctx.t(
-            f"链接不在本会话工具返回的结果中：{', '.join(missing)}",
-            f"URLs not returned by any tool in this session: {', '.join(missing)}",
-        ),
-        ctx.t("只引用工具返回的链接", "cite only URLs that a tool returned"),
-        fabricated=missing,
-    )
+        return ok(ctx.msg("ok", count=len(urls)))
+    return fail(ctx.msg("fail", urls=", ".join(missing)), ctx.msg("hint"), fabricated=missing)

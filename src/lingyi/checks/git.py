@@ -1,4 +1,4 @@
-"""tool_validation: the state of a git repository before 灵通 (LingFlow) touches it.
+"""tool_validation: the state of a git repository before a git tool touches it.
 
 - ``git.clean_state``: no commit, branch or push while a merge or rebase is in progress or
   HEAD is detached (the work would land somewhere nobody meant);
@@ -55,21 +55,13 @@ def _open(ctx: CheckContext) -> git.Repo | None:
         return None
 
 
-def _state_problem(ctx: CheckContext, repo: git.Repo) -> tuple[str, str] | None:
-    """(reason, recommendation) for an unsafe state, in the order git itself reports them."""
+def _unsafe_state(repo: git.Repo) -> str | None:
+    """The message name of an unsafe state, in the order git itself reports them."""
     from lingyi.backends.git import repo_state
 
     state = repo_state(repo)
-    if state.merging:
-        return ctx.t("仓库正在合并中", "a merge is in progress"), "git merge --continue | --abort"
-    if state.rebasing:
-        return ctx.t("仓库正在变基中", "a rebase is in progress"), "git rebase --continue | --abort"
-    if state.detached:
-        return ctx.t("HEAD 处于游离状态", "HEAD is detached"), ctx.t(
-            "请先检出一个分支（git switch <branch>）",
-            "check out a branch first (git switch <branch>)",
-        )
-    return None
+    unsafe = {"merging": state.merging, "rebasing": state.rebasing, "detached": state.detached}
+    return next((name for name, present in unsafe.items() if present), None)
 
 
 @register("git.clean_state", NoParams)
@@ -77,19 +69,15 @@ def clean_state(ctx: CheckContext, params: NoParams) -> Outcome:
     """No commit, branch or push mid-merge, mid-rebase or on a detached HEAD."""
     repo = _open(ctx)
     if repo is None:
-        return ok(
-            ctx.t("无可检查的仓库（路径另行检查）", "no repository to inspect (path checked apart)")
-        )
+        return ok(ctx.msg("no_repo"))
     with repo:
-        problem = _state_problem(ctx, repo)
-    if problem is None:
-        return ok(ctx.t("仓库状态正常", "repository is on a branch, nothing in progress"))
-    reason, recommendation = problem
+        state = _unsafe_state(repo)
+    if state is None:
+        return ok(ctx.msg("ok"))
     return fail(
-        ctx.t(f"{reason}，拒绝操作", f"{reason}; refusing to operate"),
-        ctx.t(
-            f"先处理仓库状态：{recommendation}", f"settle the repository first: {recommendation}"
-        ),
+        ctx.msg("fail", state=ctx.msg(state)),
+        ctx.msg("hint", action=ctx.msg(f"{state}_hint")),
+        state=state,
     )
 
 
@@ -100,19 +88,12 @@ def protected_force(ctx: CheckContext, params: ProtectedParams) -> Outcome:
     assert call is not None  # tool checks run only with a tool call
     branch = call.arguments.get("branch")
     if call.arguments.get("force") is not True or branch not in params.protected:
-        return ok(ctx.t("不是对受保护分支的强制推送", "not a force push to a protected branch"))
+        return ok(ctx.msg("ok"))
     safe = ToolCall(name=call.name, arguments={**call.arguments, "force": False, "dry_run": True})
     return fail(
-        ctx.t(f"禁止强制推送受保护分支 {branch}", f"force push to protected branch {branch!r}"),
-        ctx.t(
-            "改为不带 force 的 dry_run 推送；确需改写历史请走人工评审",
-            "push with dry_run and without force; rewriting a protected branch needs a human review",
-        ),
-        Fallback(
-            kind="dry_run",
-            tool_call=safe,
-            note=ctx.t("只演练推送，不带 force", "dry-run push without force"),
-        ),
+        ctx.msg("fail", branch=branch),
+        ctx.msg("hint"),
+        Fallback(kind="dry_run", tool_call=safe, note=ctx.msg("dry_run")),
         branch=branch,
     )
 
@@ -123,17 +104,11 @@ def paths_inside(ctx: CheckContext, params: NoParams) -> Outcome:
     call, folder = ctx.assertion.tool_call, _repo_dir(ctx)
     paths = call.arguments.get("paths") if call else None
     if folder is None or not isinstance(paths, list):
-        return ok(ctx.t("无需检查文件路径", "no file paths to check"))
+        return ok(ctx.msg("no_paths"))
     outside = [p for p in paths if not _inside(folder, str(p))]
     if not outside:
-        return ok(ctx.t("文件都在仓库内", "every file is inside the repository"))
-    return fail(
-        ctx.t(
-            f"文件不在仓库内：{', '.join(outside)}", f"outside the repository: {', '.join(outside)}"
-        ),
-        ctx.t("只提交仓库内的相对路径", "commit paths relative to, and inside, the repository"),
-        outside=outside,
-    )
+        return ok(ctx.msg("ok"))
+    return fail(ctx.msg("fail", paths=", ".join(outside)), ctx.msg("hint"), outside=outside)
 
 
 def _inside(folder: Path, path: str) -> bool:

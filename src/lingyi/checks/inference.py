@@ -13,7 +13,17 @@ from __future__ import annotations
 
 import re
 
-from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
+from pydantic import ValidationInfo, field_validator
+
+from lingyi.checks._registry import (
+    CheckContext,
+    CheckParams,
+    Outcome,
+    PerLanguage,
+    fail,
+    ok,
+    register,
+)
 from lingyi.checks._text import lang_of
 from lingyi.models import AssertionType, Fallback
 
@@ -74,6 +84,9 @@ _NOUNS = re.compile(
 )
 
 
+_PREFIX = {"zh": "【推演】", "en": "Inference: "}
+
+
 class InferenceParams(CheckParams):
     labels: list[str] = [
         "【推演】",
@@ -85,8 +98,17 @@ class InferenceParams(CheckParams):
         "[Inference]",
         "Prediction:",
     ]
-    label_zh: str = "【推演】"
-    label_en: str = "Inference: "
+    # The label a fallback puts before the content, by the content's language (one of
+    # ``labels``, so that the relabelled text passes); a policy may override either.
+    prefix: PerLanguage = _PREFIX
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        labels = info.data.get("labels", [])
+        if bad := [p for p in value.values() if not has_label(p, labels)]:
+            raise ValueError(f"{bad[0]!r} contains none of the labels ({', '.join(labels)})")
+        return {**_PREFIX, **value}
 
 
 def prediction_signal(text: str) -> str | None:
@@ -132,24 +154,16 @@ def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     """Predictions and forecasts must be labelled as inference, not asserted as fact."""
     content = ctx.assertion.content
     if has_label(content, params.labels):
-        return ok(ctx.t("已标注为推演", "labelled as inference"))
+        return ok(ctx.msg("labelled"))
     signal = prediction_signal(content)
     if signal is None:
-        return ok(ctx.t("未发现作为事实陈述的预测", "no prediction asserted as fact"))
+        return ok(ctx.msg("no_prediction"))
     if _reported_speech(ctx):  # 灵通说下周会上线: the forecast is the quoted member's own
-        return ok(
-            ctx.t(
-                "转述成员原话，预测属于原话", "reported speech: the forecast is the quoted member's"
-            )
-        )
-    label = params.label_zh if lang_of(content) == "zh" else params.label_en
+        return ok(ctx.msg("reported_speech"))
+    label = params.prefix[lang_of(content)]  # both languages: _prefix fills the defaults in
     return fail(
-        ctx.t(f"推断被当作事实陈述（“{signal}”）", f'inference asserted as fact ("{signal}")'),
-        ctx.t(f"请加上标注“{label.strip()}”", f'prefix the statement with "{label.strip()}"'),
-        Fallback(
-            kind="relabel",
-            content=label + content,
-            note=ctx.t("已加推演标注", "labelled as inference"),
-        ),
+        ctx.msg("fail", signal=signal),
+        ctx.msg("hint", label=label.strip()),
+        Fallback(kind="relabel", content=label + content, note=ctx.msg("relabelled")),
         signal=signal,
     )
