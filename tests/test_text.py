@@ -111,3 +111,30 @@ def test_url_normal_form_keeps_what_makes_a_different_page() -> None:
     assert normalize_url("https://kb.example.org/Path") != normalize_url(
         "https://kb.example.org/path"
     )
+
+
+MATCHER_GROUPS = {
+    "道": ["道家", "太极图", "Daois*", "Tao Te Ching"],
+    "武": ["太极拳", "tai chi", "咏春"],
+    "释": ["Zen", "禪宗"],  # a traditional term still matches simplified text
+}
+
+TERMS = [
+    ("太极拳与太极图", {"武": ["太极拳"], "道": ["太极图"]}),
+    ("Zendesk is not Zen", {"释": ["zen"]}),
+    ("a Daoist and Daoism", {"道": ["daoist", "daoism"]}),
+    ("THE TAO TE CHING", {"道": ["tao te ching"]}),
+    ("禅宗 and 詠春", {"释": ["禅宗"], "武": ["咏春"]}),
+    ("taichi studio", {}),  # a Latin term is a whole word
+    ("daoi", {}),  # a stem must be complete
+]
+
+
+@pytest.mark.parametrize(("text", "groups"), TERMS)
+def test_terms_are_found_in_one_pass_on_canonical_text(
+    text: str, groups: dict[str, list[str]]
+) -> None:
+    """Chinese terms anywhere, Latin ones as whole words or stems, in any script or case."""
+    from lingyi.text import TermMatcher
+
+    assert TermMatcher(MATCHER_GROUPS).groups(canonical_text(text)) == groups
