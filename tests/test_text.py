@@ -138,3 +138,40 @@ def test_terms_are_found_in_one_pass_on_canonical_text(
     from lingyi.text import TermMatcher
 
     assert TermMatcher(MATCHER_GROUPS).groups(canonical_text(text)) == groups
+
+
+NUMERALS = [
+    ("灵研说一万二千四百个样本", "灵研说12400个样本"),
+    ("准确率百分之八十七点四", "准确率87.4%"),
+    ("发布推迟到七月十五日", "发布推迟到7月15日"),
+    ("发现两个中危问题", "发现2个中危问题"),
+    ("二〇二六年", "2026年"),
+    ("一些问题一直存在，统一口径", "一些问题一直存在，统一口径"),  # words, not quantities
+]
+
+
+@pytest.mark.parametrize(("text", "arabic"), NUMERALS)
+def test_chinese_numerals_that_are_quantities_are_read(text: str, arabic: str) -> None:
+    """Quantities in Chinese numerals become digits; words that contain 一 stay words."""
+    from lingyi.text import arabic_numerals
+
+    assert arabic_numerals(text) == arabic
+
+
+def test_entities_agree_across_languages_and_notations() -> None:
+    """12,400 = 一万二千四百 = 12.4k; 87.4% = 0.874; 7月15日 = July 15; v3 is not v4."""
+    from lingyi.text import Entities, entities
+
+    def of(text: str) -> Entities:
+        return entities(canonical_text(text))
+
+    zh, en = (
+        of("数据集 v3 有一万二千四百个样本，准确率百分之八十七点四，7月15日"),
+        of("Dataset v3: 12.4k samples, accuracy 0.874, on July 15"),
+    )
+    assert zh.values & en.values >= {12400}
+    assert any(float(v) == 0.874 for v in zh.values)
+    assert zh.dates == en.dates == {"07-15"}
+    assert zh.versions == en.versions == {"3"}
+    assert of("《孟子》导读 exp-37").titles == {"孟子"}
+    assert of("《孟子》导读 exp-37").ids == {"exp-37"}

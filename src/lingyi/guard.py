@@ -138,6 +138,7 @@ class Guard:
             services=services_from(config, lookups),
             language=config.language,
             judge=_judge(config),
+            judge_unavailable=config.raw.judge.on_error,
         )
         return cls(
             layer, VerificationLog(config.log_path, fsync=config.raw.log.fsync), source=source

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Literal, Protocol
 
 import structlog
 
@@ -51,12 +51,15 @@ class ConstraintLayer:
         services: Services | None = None,
         language: str = "zh",
         judge: Judge | None = None,
+        judge_unavailable: Literal["pass", "fail"] = "pass",
     ) -> None:
         self._policies = policies
         self.council = council
         self.services = services or Services()
         self.language = language
         self.judge = judge
+        # What an uncertain check sent to the judge becomes when no judge is configured.
+        self.judge_unavailable = judge_unavailable
 
     @property
     def policies(self) -> PolicySet:
@@ -96,9 +99,29 @@ class ConstraintLayer:
             if stage is Stage.TOOL_VALIDATION and ctx.assertion.tool_call is None:
                 continue
             results += [run_check(ctx, entry) for entry in _entries(ctx, stage)]
+        if any(r.detail.get(AWAITING_JUDGE) for r in results):
+            return self._judge_uncertain(ctx, results)
         if self.judge is not None and not any(r.blocking for r in results):
             results.append(self.judge(ctx))
         return results
+
+    def _judge_uncertain(self, ctx: CheckContext, results: list[CheckResult]) -> list[CheckResult]:
+        """Uncertain checks whose policy says ``judge``: the judge settles them, and only when
+        nothing deterministic failed (it costs money and time); without a judge,
+        ``judge_unavailable`` does, recorded as degraded."""
+        waiting = [r for r in results if r.detail.get(AWAITING_JUDGE)]
+        if any(r.blocking for r in results if r not in waiting):
+            return [
+                _settled(r, passed=False, on_fail=OnFail.WARN) if r in waiting else r
+                for r in results
+            ]
+        verdict = self.judge(ctx) if self.judge is not None else None
+        passed = verdict.passed if verdict else self.judge_unavailable == "pass"
+        settled = [
+            _settled(r, passed=passed, degraded=verdict is None) if r in waiting else r
+            for r in results
+        ]
+        return settled + ([verdict] if verdict else [])
 
     def _unknown_member(self, assertion: Assertion, policies: PolicySet) -> CheckResult:
         known = ", ".join(sorted(policies.members))
@@ -144,7 +167,7 @@ def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
     detail = dict(outcome.detail)
     if outcome.fallback is not None:
         detail["fallback"] = outcome.fallback.model_dump(mode="json")
-    return CheckResult(
+    result = CheckResult(
         stage=entry.stage,
         code=entry.check,
         passed=outcome.passed,
@@ -153,7 +176,29 @@ def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
         on_fail=entry.on_fail,
         recommendation=outcome.recommendation,
         degraded=outcome.degraded,
+        uncertain=outcome.uncertain,
     )
+    return _on_uncertain(result, entry) if outcome.uncertain else result
+
+
+AWAITING_JUDGE = "awaiting_judge"
+
+
+def _on_uncertain(result: CheckResult, entry: CheckEntry) -> CheckResult:
+    """What the policy makes of an uncertain answer: pass, fail, warn, or wait for the judge."""
+    match entry.on_uncertain:
+        case "pass":
+            return result.model_copy(update={"passed": True})
+        case "warn":
+            return result.model_copy(update={"passed": False, "on_fail": OnFail.WARN})
+        case "judge":
+            return result.model_copy(update={"detail": {**result.detail, AWAITING_JUDGE: True}})
+    return result.model_copy(update={"passed": False})
+
+
+def _settled(result: CheckResult, **update: object) -> CheckResult:
+    detail = {k: v for k, v in result.detail.items() if k != AWAITING_JUDGE}
+    return result.model_copy(update={**update, "detail": detail})
 
 
 def _raised(ctx: CheckContext, entry: CheckEntry, exc: Exception) -> Outcome:

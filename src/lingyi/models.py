@@ -76,6 +76,7 @@ class CheckResult(BaseModel):
     on_fail: OnFail = OnFail.REJECT
     recommendation: str | None = None
     degraded: bool = False
+    uncertain: bool = False  # the check could not decide; its on_uncertain did
 
     @property
     def blocking(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -11,11 +12,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from lingyi import messages
 from lingyi.models import Assertion, Evidence, Fallback
+from lingyi.text import Canonical, canonical
 
 if TYPE_CHECKING:
     from lingyi.council import CouncilRecord
     from lingyi.ledger import Ledger
-    from lingyi.policy import MemberPolicy, PolicySet, ToolSpec
+    from lingyi.policy import Lexicon, MemberPolicy, PolicySet, ToolSpec
     from lingyi.policy.schema import Registries
 
 
@@ -50,10 +52,18 @@ class Outcome:
     fallback: Fallback | None = None
     detail: dict[str, Any] = field(default_factory=dict)
     degraded: bool = False
+    # Neither a match nor a contradiction: the check's ``on_uncertain`` decides (judge, pass,
+    # fail, warn). ``passed`` is then ignored.
+    uncertain: bool = False
 
 
 def ok(reason: str, **detail: Any) -> Outcome:
     return Outcome(True, reason, detail=detail)
+
+
+def unsure(reason: str, recommendation: str | None = None, **detail: Any) -> Outcome:
+    """The check cannot decide; ``detail`` says what it found (for a judge and a reviewer)."""
+    return Outcome(False, reason, recommendation, None, detail, uncertain=True)
 
 
 def fail(
@@ -105,6 +115,28 @@ class CheckContext:
         from lingyi.policy.schema import Registries
 
         return Registries.of(self.policies, self.services.data_sources)
+
+    @cached_property
+    def canon(self) -> Canonical:
+        """The content in canonical form, computed once per verification for every check."""
+        return canonical(self.assertion.content, self.policies.names)
+
+    def canonical_args(self, fields: Sequence[str]) -> list[Canonical]:
+        """The named text arguments of the tool call in canonical form (numbers as text)."""
+        args = self.assertion.tool_call.arguments if self.assertion.tool_call else {}
+        values = [args[f] for f in fields if isinstance(args.get(f), str | int | float)]
+        return [canonical(str(v), self.policies.names) for v in values if not isinstance(v, bool)]
+
+    def canonical_texts(
+        self, fields: Sequence[str] = (), *, content: bool = True
+    ) -> list[Canonical]:
+        """The content (unless ``content`` is false) and the named arguments, canonical."""
+        found = [self.canon] if content and self.assertion.content else []
+        return found + self.canonical_args(fields)
+
+    def lexicon(self, ref: str) -> Lexicon:
+        """A lexicon named by a check parameter, loaded and validated with the policies."""
+        return self.policies.lexicon(ref)
 
     def texts(self, fields: Sequence[str] = (), *, content: bool = True) -> list[str]:
         """The assertion's content plus the named string arguments of its tool call."""

@@ -24,8 +24,8 @@ from lingyi.checks._registry import (
     ok,
     register,
 )
-from lingyi.checks._text import has_cjk
 from lingyi.models import Fallback
+from lingyi.text._lang import has_cjk
 
 _HEALTH_ZH = (
     "头痛|头疼|偏头痛|失眠|发烧|发热|感冒|咳嗽|高血压|低血压|糖尿病|癌症|肿瘤|抑郁症|焦虑症|焦虑|抑郁|"

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
-from lingyi.checks._text import (
+from lingyi.policy import MemberPolicy, PolicySet
+from lingyi.text._lang import (
     bigrams,
     concepts,
     lang_of,
@@ -23,7 +24,6 @@ from lingyi.checks._text import (
     versions,
     words,
 )
-from lingyi.policy import MemberPolicy, PolicySet
 
 _VERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午)?(?:跟我|对我|和我)?(?:说过|说|表示|告诉我|告诉|称|提到|提醒|强调|透露|说明|确认|报告|反馈|通知|讲|回复|宣布|在群里说)(?:了|过)?"
 _VERB_EN = (

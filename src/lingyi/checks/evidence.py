@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
-from lingyi.checks._text import concepts, content_query, terms
 from lingyi.checks.inference import is_inference
 from lingyi.models import Evidence
+from lingyi.text._lang import concepts, content_query, terms
 
 
 class NoParams(CheckParams):

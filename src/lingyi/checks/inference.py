@@ -24,8 +24,8 @@ from lingyi.checks._registry import (
     ok,
     register,
 )
-from lingyi.checks._text import lang_of
 from lingyi.models import AssertionType, Fallback
+from lingyi.text._lang import lang_of
 
 _STRONG = re.compile(
     r"一定会|一定能|一定可以|肯定会|肯定能|肯定可以|必然会|必然|势必|必将|必能|注定会|铁定|"

@@ -35,3 +35,28 @@ def action_has_tool(ctx: CheckContext, params: ToolRequiredParams) -> Outcome:
         tools = ", ".join(sorted(ctx.member.tools)) or "-"
         return fail(ctx.msg("fail"), ctx.msg("hint", tools=tools))
     return ok(ctx.msg("ok"))
+
+
+class ObfuscationParams(CheckParams):
+    fields: list[str] = []  # text arguments of tool calls to inspect too
+
+
+@register("pre.obfuscation", ObfuscationParams)
+def obfuscation(ctx: CheckContext, params: ObfuscationParams) -> Outcome:
+    """Invisible characters inside words, or look-alike letters inside Latin words.
+
+    Every check already decides on the canonical text, so this changes no decision by itself;
+    a policy runs it with ``on_fail = "warn"`` so that reviewers see who writes this way.
+    """
+    texts = ctx.canonical_texts(params.fields)
+    hidden = sum(t.hidden for t in texts)
+    mixed = [w for t in texts for w in t.mixed]
+    if not hidden and not mixed:
+        return ok(ctx.msg("ok"))
+    return fail(
+        ctx.msg("fail", hidden=hidden, mixed=", ".join(mixed) or "-"),
+        ctx.msg("hint"),
+        hidden=hidden,
+        mixed=mixed,
+        steps=sorted({s for t in texts for s in t.changes}),
+    )

@@ -9,6 +9,7 @@ Each tool's arguments have one schema, generated from the policy (:mod:`.schema`
 published as the MCP ``inputSchema`` and it is what the guard validates raw arguments with.
 """
 
+from lingyi.policy._lexicon import Lexicon, LexiconRef, load_lexicon
 from lingyi.policy._load import load_policies
 from lingyi.policy._model import ArgSpec, ArgType, CheckEntry, MemberPolicy, PolicySet, ToolSpec
 from lingyi.policy._store import PolicyStore
@@ -19,6 +20,8 @@ __all__ = [
     "ArgSpec",
     "ArgType",
     "CheckEntry",
+    "Lexicon",
+    "LexiconRef",
     "MemberPolicy",
     "PolicySet",
     "PolicyStore",
@@ -26,6 +29,7 @@ __all__ = [
     "ToolSpec",
     "arg_problems",
     "input_schema",
+    "load_lexicon",
     "load_policies",
     "tool_schema",
 ]

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from lingyi.checks import REGISTRY, load_builtin_checks
 from lingyi.errors import PolicyError
+from lingyi.policy._lexicon import Lexicon, lexicon_fields, lexicon_path, load_lexicon
 from lingyi.policy._model import CheckEntry, MemberPolicy, PolicySet, _CommonFile, _MemberFile
 
 
@@ -24,11 +25,25 @@ def load_policies(folder: Path) -> PolicySet:
     members = [_load_member(f, common) for f in files if not f.name.startswith("_")]
     if not members:
         raise PolicyError(str(folder), "-", "no member policy files (*.toml) found")
+    lexicons = _load_lexicons(folder, members)
     return PolicySet(
         members={m.id: m for m in members},
         aliases=_alias_map(members),
-        version=_version(files),
+        version=_version(files + [Path(x.path) for x in lexicons.values()]),
+        lexicons=lexicons,
     )
+
+
+def _load_lexicons(folder: Path, members: list[MemberPolicy]) -> dict[str, Lexicon]:
+    """Every lexicon a check parameter names, loaded once (errors name the policy key)."""
+    loaded: dict[str, Lexicon] = {}
+    for member in members:
+        for i, entry in enumerate(member.checks):
+            for name, ref in lexicon_fields(entry.parsed):
+                if ref not in loaded:
+                    key = f"checks[{i}].params.{name}"
+                    loaded[ref] = load_lexicon(lexicon_path(folder, ref, member.source, key))
+    return loaded
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

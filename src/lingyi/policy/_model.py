@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from lingyi.checks import CheckParams
 from lingyi.models import AssertionType, OnFail, Stage
+from lingyi.policy._lexicon import Lexicon
 
 
 class _Strict(BaseModel):
@@ -56,6 +57,9 @@ class CheckEntry(_Strict):
     stage: Stage
     on_fail: OnFail = OnFail.REJECT
     on_error: Literal["pass", "fail"] = "fail"
+    # When the check answers "uncertain" (neither a match nor a contradiction): let the judge
+    # decide, or count it as a pass, a failure (with on_fail) or a warning.
+    on_uncertain: Literal["judge", "pass", "fail", "warn"] = "fail"
     types: list[AssertionType] | None = None
     tools: list[str] | None = None
     params: dict[str, Any] = Field(default_factory=dict)
@@ -107,6 +111,22 @@ class PolicySet(BaseModel):
     members: dict[str, MemberPolicy]
     aliases: dict[str, str]
     version: str
+    lexicons: dict[str, Lexicon] = Field(default_factory=dict)  # by the reference checks use
+    _names: tuple[str, ...] | None = PrivateAttr(None)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name of every member (ids, display names, aliases): canonical text re-joins
+        them when a model splits them (灵 通, Ling-Flow)."""
+        if self._names is None:
+            self._names = tuple(dict.fromkeys(n for m in self.members.values() for n in m.names))
+        return self._names
+
+    def lexicon(self, ref: str) -> Lexicon:
+        found = self.lexicons.get(ref)
+        if found is None:  # a check asked for a file its parameters did not name
+            raise KeyError(f"lexicon {ref!r} was not loaded with the policies")
+        return found
 
     def resolve(self, name: str) -> MemberPolicy | None:
         """The member for an id, display name or alias (case-insensitive), or None."""

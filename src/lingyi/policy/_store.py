@@ -39,7 +39,8 @@ class PolicyStore:
         return self._set
 
     def _fingerprint(self) -> tuple[tuple[str, int, int], ...]:
-        stats = ((p.name, p.stat()) for p in sorted(self.folder.glob("*.toml")))
+        """Policy files and lexicon files (in sub-folders) by name, mtime and size."""
+        stats = ((str(p), p.stat()) for p in sorted(self.folder.rglob("*.toml")))
         return tuple((name, st.st_mtime_ns, st.st_size) for name, st in stats)
 
     def _maybe_reload(self) -> None:
