@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lingyi.appeals import (
+from lingyi.log import (
     AlreadyResolvedError,
     AppealError,
     AppealOpenError,
@@ -18,9 +18,9 @@ from lingyi.appeals import (
     file_appeal,
     list_appeals,
     resolve_appeal,
+    verify_chain,
 )
 from lingyi.review_cli import main
-from lingyi.vlog import verify_chain
 from tests.test_stats import R2, R3, R5, write_config, write_log
 
 

@@ -10,8 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lingyi.appeals import file_appeal
-from lingyi.logquery import Query, Skipped, format_human, query_log, tail_log
+from lingyi.log import Query, Skipped, file_appeal, format_human, query_log, tail_log
 from lingyi.review_cli import main
 from tests.test_stats import R1, R2, R3, R4, R5, R6, vrec, write_config, write_log
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lingyi.appeals import file_appeal, resolve_appeal
+from lingyi.log import file_appeal, resolve_appeal
 from lingyi.report import (
     nice_ceiling,
     render_html,

@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lingyi import stats
-from lingyi.appeals import file_appeal, resolve_appeal
 from lingyi.config import Config, load_config
+from lingyi.log import GENESIS, VerificationLog, file_appeal, resolve_appeal, verify_chain
+from lingyi.log.chain import EDITED, ChainVerifier, tail_match
 from lingyi.review_cli import main
 from lingyi.stats import (
     STATS_SCHEMA,
@@ -23,14 +23,12 @@ from lingyi.stats import (
     days_window,
     last_full_week,
     parse_week,
+    pool,
     resolve_zone,
-    skimmable,
     stats_for,
-    tail_match,
     week_window,
     window_from_args,
 )
-from lingyi.vlog import GENESIS, VerificationLog, verify_chain
 
 UTC_ZONE = ZoneInfo("UTC")
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -464,9 +462,7 @@ def test_edited_record_is_counted_and_reported(tmp_path: Path) -> None:
     assert (s["totals"]["approved"], s["totals"]["rejected"]) == (2, 1)
     i = s["integrity"]
     assert (i["edited"], i["chain_breaks"], i["relinked"], i["ok"]) == (1, 1, 0, False)
-    assert i["examples"] == [
-        {"line": 2, "id": written[1]["id"], "problem": "hash does not match (edited)"}
-    ]
+    assert i["examples"] == [{"line": 2, "id": written[1]["id"], "problem": EDITED}]
     assert verify_chain(path).breaks[0].lineno == 2
 
 
@@ -491,7 +487,7 @@ def test_nested_lookalike_keys_do_not_fool_the_fast_path(tmp_path: Path) -> None
     line = path.read_bytes().splitlines(keepends=True)[0]
     match = tail_match(line)
     assert match is not None and match[1] == b"2026-11-23T10:00:00.000Z"
-    assert skimmable(line, match, GENESIS) is False  # the nested "kind" forces a real parse
+    assert ChainVerifier(GENESIS).skim(line, match) is False  # the nested "kind": a real parse
     s = week_stats(path, "2026-W48")
     assert s["totals"]["total"] == 2 and s["integrity"]["ok"]
     assert week_stats(path, "2020-W01")["totals"]["total"] == 0
@@ -523,14 +519,14 @@ def test_parallel_chunks_give_the_single_pass_result(tmp_path: Path, monkeypatch
     _messy_log(path)
     window = week_window("2026-W48", UTC_ZONE)
     ran: list[int] = []
-    real = stats._run_workers
+    real = pool.run_workers
 
-    def spy(tasks: list[Any]) -> Any:
-        parts = real(tasks)  # raises if the workers could not run: no silent fallback here
+    def spy(tasks: list[Any], update: Any) -> Any:
+        parts = real(tasks, update)  # raises if the workers could not run: no silent fallback
         ran.append(len(parts))
         return parts
 
-    monkeypatch.setattr(stats, "_run_workers", spy)
+    monkeypatch.setattr(pool, "run_workers", spy)
     one = compute_stats(path, window, workers=1)
     many = compute_stats(path, window, workers=3)
     assert ran == [3]

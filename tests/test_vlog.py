@@ -7,7 +7,7 @@ import multiprocessing
 import threading
 from pathlib import Path
 
-from lingyi.vlog import GENESIS, VerificationLog, iter_log, record_hash, verify_chain
+from lingyi.log import GENESIS, VerificationLog, read_log, record_hash, verify_chain
 
 
 def write(path: Path, n: int, tag: str = "r") -> None:
@@ -77,7 +77,7 @@ def test_torn_last_line_is_reported_and_appending_continues(tmp_path: Path) -> N
     report = verify_chain(path)
     assert report.ok and report.records == 5
     assert report.unreadable[0][0] == 4 and "interrupted" in report.unreadable[0][1]
-    assert [line.record["content"] for line in iter_log(path) if line.record][-1] == "after-1"
+    assert [line.record["content"] for line in read_log(path) if line.record][-1] == "after-1"
 
 
 def test_secrets_never_reach_the_log(tmp_path: Path) -> None:
@@ -133,5 +133,5 @@ def test_processes_never_interleave_or_lose_records(tmp_path: Path) -> None:
     report = verify_chain(path)
     assert report.ok, report.first_bad
     assert report.records == 1200 and not report.unreadable
-    contents = {line.record["content"] for line in iter_log(path) if line.record}
+    contents = {line.record["content"] for line in read_log(path) if line.record}
     assert contents == {f"p{p}-{i}" for p in range(4) for i in range(300)}

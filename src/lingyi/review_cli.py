@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from lingyi import appeals, logquery, report
+from lingyi import report
 from lingyi.config import Config, load_config
 from lingyi.errors import LingyiError
+from lingyi.log import appeals
+from lingyi.log import query as logquery
 from lingyi.stats import (
     DECISIONS,
     INTERCEPTS,
