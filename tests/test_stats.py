@@ -588,3 +588,28 @@ def test_cli_stats_text_and_errors(
     assert "fabricated communications 1" in out and "boundary.medical" in out
     assert main([*args[:4], "stats", "--days", "7", "--since", "2026-11-01"]) == 2
     assert "use --days or --since/--until" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_progress_reports_bytes_up_to_the_total(
+    tmp_path: Path, monkeypatch: Any, workers: int
+) -> None:
+    """progress(done, total) never goes back, never passes the total, and ends at the total."""
+    path = tmp_path / "log.jsonl"
+    _messy_log(path)
+    monkeypatch.setattr(pool, "PROGRESS_BYTES", 4096)  # this process only (workers: spawned)
+    calls: list[tuple[int, int]] = []
+    compute_stats(path, week_window("2026-W48", UTC_ZONE), workers=workers,
+                  progress=lambda done, total: calls.append((done, total)))  # fmt: skip
+    size = path.stat().st_size
+    assert calls[-1] == (size, size) and all(total == size for _, total in calls)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert len(calls) > (10 if workers == 1 else 0)
+
+
+def test_progress_on_a_missing_log(tmp_path: Path) -> None:
+    """No log: one call, (0, 0), so a progress bar can close."""
+    calls: list[tuple[int, int]] = []
+    compute_stats(tmp_path / "none.jsonl", week_window("2026-W48", UTC_ZONE),
+                  progress=lambda done, total: calls.append((done, total)))  # fmt: skip
+    assert calls == [(0, 0)]
