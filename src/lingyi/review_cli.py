@@ -223,7 +223,7 @@ def _add_report(sub: SubParsers) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     formats = ("md", "html") if args.format == "both" else (args.format,)
     paths = report.write_report(
-        _config(args), Path(args.out), week=args.week, tz=args.tz, formats=formats
+        _config(args), args.week, out=Path(args.out), tz=args.tz, formats=formats
     )
     sys.stdout.write("".join(f"{p}\n" for p in paths))
     return 0
