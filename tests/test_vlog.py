@@ -35,7 +35,16 @@ from lingyi.log import (
     verify_chain,
 )
 from lingyi.log.chain import MAX_LISTED
-from lingyi.models import Assertion, AssertionType, Decision, VerificationResult
+from lingyi.models import (
+    Assertion,
+    AssertionType,
+    CheckResult,
+    Decision,
+    Fallback,
+    Stage,
+    ToolCall,
+    VerificationResult,
+)
 from lingyi.stats import compute_stats, week_window
 
 
@@ -320,18 +329,38 @@ def test_tail_does_not_read_the_whole_log(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- typed records
 
 
-def test_verification_record_is_typed_and_keeps_the_contract() -> None:
-    """The record of a verdict has the contract's fields; member_as_given only when it differs."""
-    assertion = Assertion(member="灵知", type=AssertionType.FACT, content="c", session="s")
-    result = VerificationResult(id="V1", decision=Decision.APPROVED, reason="ok", checks=[])
-    record = verification_record(assertion, result, "server", "lingzhi")
-    assert record["member"] == "lingzhi" and record["member_as_given"] == "灵知"
-    assert "member_as_given" not in verification_record(assertion, result, "server", "灵知")
+_CHECK = CheckResult(stage=Stage.BOUNDARY, code="boundary.medical", passed=False, reason="r")
+_PUSH = ToolCall(name="git_push", arguments={"repo": "/r"})
+RECORD_CASES = [
+    ("灵知", "lingzhi", None, None, []),
+    ("lingflow", "lingflow", _PUSH, Fallback(kind="dry_run", tool_call=_PUSH), [_CHECK]),
+    ("nobody", None, _PUSH, None, [_CHECK, _CHECK]),
+]
+
+
+@pytest.mark.parametrize(("given", "member", "tool", "fallback", "checks"), RECORD_CASES)
+def test_verification_record_is_what_the_model_writes(
+    given: str,
+    member: str | None,
+    tool: ToolCall | None,
+    fallback: Fallback | None,
+    checks: list[CheckResult],
+) -> None:
+    """The record of a verdict (built as a dict for speed) is exactly the JSON of a valid
+    VerificationRecord: every contract field, nothing the model does not know."""
+    assertion = Assertion(member=given, type=AssertionType.ACTION, content="c", tool_call=tool)
+    result = VerificationResult(
+        id="V1", decision=Decision.REJECTED, reason="no", checks=checks, fallback=fallback
+    )
+    record = verification_record(assertion, result, "server", member)
+    assert VerificationRecord.model_validate(record).to_log() == record
+    assert record["member"] == (member or given)
+    assert ("member_as_given" in record) is (member is not None and member != given)
     contract = {"id", "session", "member", "type", "content", "tool_call", "decision", "checks",
                 "reason", "latency_ms", "policy_version"}  # fmt: skip
     assert contract <= set(record) and record["kind"] == "verification"
     typed = parse_record({**record, "v": 1, "ts": "2026-11-24T10:00:00.000Z", "later": 1})
-    assert isinstance(typed, VerificationRecord) and typed.member == "lingzhi"
+    assert isinstance(typed, VerificationRecord) and typed.member == record["member"]
 
 
 @pytest.mark.parametrize(
