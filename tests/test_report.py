@@ -24,9 +24,8 @@ from lingyi.report import (
     weekly_stats,
     write_report,
 )
-from lingyi.review_cli import main
 from lingyi.stats import last_full_week, resolve_zone
-from tests.test_stats import WEEK, config_for, vrec, write_config, write_log
+from tests.test_stats import WEEK, config_for, run_lingyi, vrec, write_config, write_log
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -149,15 +148,16 @@ def test_write_report_files_and_default_week(report_config: Any, tmp_path: Path)
     assert default == [out / f"lingyi-report-{expected}.md"]
 
 
-def test_cli_report(report_config: Any, tmp_path: Path, capsys: Any) -> None:
+def test_cli_report(report_config: Any, tmp_path: Path) -> None:
     """`lingyi report --week --out --format` writes the files and prints their paths."""
     out = tmp_path / "out"
-    args = ["--config", str(write_config(tmp_path, language="zh")), "--log",
-            str(report_config.log_path), "report", "--week", "2026-W48", "--out", str(out)]  # fmt: skip
-    assert main([*args, "--format", "html"]) == 0
-    assert capsys.readouterr().out == f"{out / 'lingyi-report-2026-W48.html'}\n"
-    assert main([*args, "--week", "2025-W53"]) == 2
-    assert "2025 has no ISO week 53" in capsys.readouterr().err
+    args = ["--config", write_config(tmp_path, language="zh"), "--log", report_config.log_path,
+            "report", "--week", "2026-W48", "--out", out]  # fmt: skip
+    done = run_lingyi(*args, "--format", "html")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{out / 'lingyi-report-2026-W48.html'}\n"
+    bad = run_lingyi(*args, "--week", "2025-W53")
+    assert bad.returncode == 2 and "2025 has no ISO week 53" in bad.stderr
 
 
 def test_nice_axis_steps() -> None:

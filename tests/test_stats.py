@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +17,6 @@ import pytest
 from lingyi.config import Config, load_config
 from lingyi.log import GENESIS, VerificationLog, file_appeal, resolve_appeal, verify_chain
 from lingyi.log.chain import EDITED, ChainVerifier, tail_match
-from lingyi.review_cli import main
 from lingyi.stats import (
     STATS_SCHEMA,
     LatencyHistogram,
@@ -97,6 +99,18 @@ def write_config(tmp_path: Path, timezone: str = "UTC", language: str = "en") ->
 
 def config_for(tmp_path: Path, timezone: str = "UTC", language: str = "en") -> Config:
     return load_config(write_config(tmp_path, timezone, language), log=tmp_path / "log.jsonl")
+
+
+def run_lingyi(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The real ``lingyi`` command (``python -m lingyi``), as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINGYI_")}
+    return subprocess.run(
+        [sys.executable, "-m", "lingyi", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "NO_COLOR": "1"},
+    )
 
 
 def week_stats(path: Path, week: str, zone: Any = UTC_ZONE, **kw: Any) -> dict[str, Any]:
@@ -554,17 +568,17 @@ def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- entry points
 
 
-def test_stats_for_is_the_cli_json(tmp_path: Path, capsys: Any) -> None:
+def test_stats_for_is_the_cli_json(tmp_path: Path) -> None:
     """stats_for (MCP) and `lingyi stats --days 7 --json` return the same figures."""
     config = config_for(tmp_path)
     now = datetime.now(UTC) - timedelta(minutes=5)
     recent = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     write_log(config.log_path, [vrec(recent), vrec(recent, decision="rejected")])
     direct = stats_for(config, days=7)
-    code = main(["--config", str(tmp_path / "lingyi.toml"), "--log", str(config.log_path),
-                 "stats", "--days", "7", "--json"])  # fmt: skip
-    printed = json.loads(capsys.readouterr().out)
-    assert code == 0
+    done = run_lingyi("--config", tmp_path / "lingyi.toml", "--log", config.log_path,
+                      "stats", "--days", "7", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
     direct.pop("generated_at"), printed.pop("generated_at")
     assert printed == direct and direct["totals"]["total"] == 2
     assert set(direct) == {
@@ -574,20 +588,16 @@ def test_stats_for_is_the_cli_json(tmp_path: Path, capsys: Any) -> None:
     }  # fmt: skip
 
 
-def test_cli_stats_text_and_errors(
-    week_log: tuple[Path, list[dict[str, Any]]], capsys: Any
-) -> None:
-    """The human summary shows the figures; a bad window is an error with exit code 1."""
+def test_cli_stats_text_and_errors(week_log: tuple[Path, list[dict[str, Any]]]) -> None:
+    """The human summary shows the figures; a bad window is an error with exit code 2."""
     path = week_log[0]
-    cfg = write_config(path.parent)
-    args = ["--config", str(cfg), "--log", str(path), "stats", "--since", "2026-11-23",
-            "--until", "2026-11-29", "--tz", "UTC"]  # fmt: skip
-    assert main(args) == 0
-    out = capsys.readouterr().out
-    assert "Verifications 6: approved 2 (33.3%) · rejected 3 (50.0%)" in out
-    assert "fabricated communications 1" in out and "boundary.medical" in out
-    assert main([*args[:4], "stats", "--days", "7", "--since", "2026-11-01"]) == 2
-    assert "use --days or --since/--until" in capsys.readouterr().err
+    base = ["--config", write_config(path.parent), "--log", path, "stats"]
+    done = run_lingyi(*base, "--since", "2026-11-23", "--until", "2026-11-29", "--tz", "UTC")
+    assert done.returncode == 0, done.stderr
+    assert "Verifications 6: approved 2 (33.3%) · rejected 3 (50.0%)" in done.stdout
+    assert "fabricated communications 1" in done.stdout and "boundary.medical" in done.stdout
+    bad = run_lingyi(*base, "--days", "7", "--since", "2026-11-01")
+    assert bad.returncode == 2 and "use --days or --since/--until" in bad.stderr
 
 
 @pytest.mark.parametrize("workers", [1, 3])
