@@ -3,6 +3,7 @@ reading backwards, typed records, and the portable locks it shares with the coun
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import subprocess
@@ -34,7 +35,8 @@ from lingyi.log import (
     verification_record,
     verify_chain,
 )
-from lingyi.log.chain import MAX_LISTED
+from lingyi.log.chain import MAX_LISTED, ChainVerifier, tail_match
+from lingyi.log.reader import decode_line
 from lingyi.models import (
     Assertion,
     AssertionType,
@@ -470,3 +472,40 @@ def test_council_record_writers_never_interleave(tmp_path: Path) -> None:
         contents = [m.content.split()[0] for m in reader.messages_from(f"m{p}")]
         assert contents == [f"{p}-{i}" for i in range(100)]
     assert len(path.read_text(encoding="utf-8").splitlines()) == 400
+
+
+def _crafted(body: str) -> bytes:
+    """A line laid out as the writer does, hashed over its own bytes (as a forger would)."""
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    return (body[:-1] + f',"hash":"{digest}"}}\n').encode()
+
+
+_TS = '"ts":"2020-01-01T00:00:00.000Z","v":1'
+SKIM_CASES = [
+    ("as written", f'{{"kind":"verification","prev":"{GENESIS}",{_TS}}}', True),
+    ("no kind (first schema)", f'{{"prev":"{GENESIS}",{_TS}}}', True),
+    ("an appeal", f'{{"kind":"appeal","prev":"{GENESIS}",{_TS}}}', False),
+    ("wrong link", f'{{"kind":"verification","prev":"{"1" * 64}",{_TS}}}', False),
+    ("wrong link, right one nested",
+     f'{{"a":{{"prev":"{GENESIS}"}},"kind":"verification","prev":"{"1" * 64}",{_TS}}}', False),
+    ("prev twice", f'{{"prev":"{"1" * 64}","prev":"{GENESIS}",{_TS}}}', False),
+    ("kind twice", f'{{"kind":"verification","kind":"appeal","prev":"{GENESIS}",{_TS}}}', False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "skims"), [c[1:] for c in SKIM_CASES], ids=[c[0] for c in SKIM_CASES]
+)
+def test_the_fast_path_accepts_only_what_the_exact_check_accepts(body: str, skims: bool) -> None:
+    """skim verifies a line without parsing it only when feed would find nothing wrong and
+    link the same way; anything else goes to feed."""
+    raw = _crafted(body)
+    fast, exact = ChainVerifier(GENESIS), ChainVerifier(GENESIS)
+    tail = tail_match(raw)
+    assert tail is not None and fast.skim(raw, tail) is skims
+    problem = exact.feed(decode_line(1, raw))
+    if skims:
+        assert problem is None and fast.prev == exact.prev
+        assert fast.report.records == exact.report.records == 1
+    else:
+        assert fast.prev == GENESIS and fast.report.records == 0
