@@ -24,7 +24,7 @@ from lingyi.log.records import record_kind
 BLOCK = 64 * 1024  # bytes read per step backwards
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # one per line read: not frozen, whose __init__ costs twice as much
 class LogLine:
     """One line of the log as read: the record, or why it could not be read.
 
