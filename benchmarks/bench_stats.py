@@ -25,8 +25,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from lingyi.log import GENESIS, canonical
 from lingyi.stats import compute_stats, range_window, resolve_zone, week_window
-from lingyi.vlog import GENESIS, canonical
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 BIG = 1_000_000

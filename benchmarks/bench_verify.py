@@ -26,9 +26,9 @@ from typing import Any
 from lingyi.config import load_config
 from lingyi.council import MemoryCouncil
 from lingyi.guard import Guard
+from lingyi.log import GENESIS, VerificationLog, canonical, record_hash
 from lingyi.models import Assertion
 from lingyi.replay import Replayer, read_events
-from lingyi.vlog import GENESIS, VerificationLog, canonical, record_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache"

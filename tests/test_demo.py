@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lingyi.vlog import iter_log, verify_chain
+from lingyi.log import read_log, verify_chain
 
 
 def test_demo_runs_from_any_directory_and_leaves_a_verifiable_log(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_demo_runs_from_any_directory_and_leaves_a_verifiable_log(tmp_path: Path
     assert "expected" not in done.stdout  # no verdict differs from the script
     report = verify_chain(log)
     assert report.ok and report.records >= 15
-    decisions = {line.record["decision"] for line in iter_log(log) if line.record}
+    decisions = {line.record["decision"] for line in read_log(log) if line.record}
     assert decisions == {"approved", "rejected", "fallback"}
     assert not list(tmp_path.glob("lingyi-demo-*")), "the demo folder is cleaned up"
 

@@ -10,10 +10,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lingyi.appeals import file_appeal
-from lingyi.logquery import Query, Skipped, format_human, query_log, tail_log
-from lingyi.review_cli import main
-from tests.test_stats import R1, R2, R3, R4, R5, R6, vrec, write_config, write_log
+from lingyi.log import Query, Skipped, file_appeal, format_human, query_log, tail_log
+from tests.test_stats import R1, R2, R3, R4, R5, R6, run_lingyi, vrec, write_config, write_log
 
 
 @pytest.fixture
@@ -90,39 +88,45 @@ def test_human_line_shows_local_time(log: tuple[Path, list[dict[str, Any]]]) -> 
     assert line.endswith(f"[{log[1][1]['id']}]")
 
 
-def test_cli_query_jsonl_and_tail(
-    log: tuple[Path, list[dict[str, Any]]], tmp_path: Path, capsys: Any
-) -> None:
-    """`log query --json` prints the records as JSONL; `log tail -n` the last ones."""
+def test_cli_query_jsonl_and_tail(log: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    """`log query --json` prints the records as JSONL; `log tail -n` the last ones; local
+    days of --since/--until are taken in --tz."""
     path, w = log
-    base = ["--config", str(write_config(tmp_path)), "--log", str(path), "log"]
-    assert main([*base, "query", "--decision", "rejected", "--json"]) == 0
-    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert printed == [w[1], w[2], w[4]]
-    assert main([*base, "tail", "-n", "2", "--tz", "UTC"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2 and out[0].startswith("2026-11-29 23:59:59+00:00  APPROVED")
-    args = [
-        *base,
-        "query",
-        "--since",
-        "2026-11-24",
-        "--until",
-        "2026-11-24",
-        "--tz",
-        "Asia/Shanghai",
-    ]
-    assert main(args) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 1  # only R3 (17:00 local on 11-24)
+    base = ["--config", write_config(tmp_path), "--log", path, "log"]
+    done = run_lingyi(*base, "query", "--decision", "rejected", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [w[1], w[2], w[4]]
+    tail = run_lingyi(*base, "tail", "-n", "2", "--tz", "UTC").stdout.splitlines()
+    assert len(tail) == 2 and tail[0].startswith("2026-11-29 23:59:59+00:00  APPROVED")
+    day = ["--since", "2026-11-24", "--until", "2026-11-24", "--tz", "Asia/Shanghai"]
+    assert len(run_lingyi(*base, "query", *day).stdout.splitlines()) == 1  # R3: 17:00 local
 
 
 def test_cli_reports_skipped_lines_on_stderr(
-    log: tuple[Path, list[dict[str, Any]]], tmp_path: Path, capsys: Any
+    log: tuple[Path, list[dict[str, Any]]], tmp_path: Path
 ) -> None:
     """Unreadable lines are never silently dropped: stderr says how many and where."""
     path, _ = log
     with path.open("ab") as handle:
         handle.write(b"garbage\n")
-    assert main(["--log", str(path), "--config", str(write_config(tmp_path)), "log", "tail"]) == 0
-    err = capsys.readouterr().err
-    assert "skipped 1 unreadable line(s) (line 8: not JSON" in err
+    done = run_lingyi("--log", path, "--config", write_config(tmp_path), "log", "tail")
+    assert done.returncode == 0, done.stderr
+    assert "skipped 1 unreadable line(s) (line 8: not JSON" in done.stderr
+
+
+def test_tail_reads_backwards_and_names_skipped_lines(
+    log: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    """tail stops at the N-th match from the end; a damaged line it passed is named by its
+    line number, one it never reached is not counted."""
+    path, w = log
+    rows = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join([rows[0], "early garbage\n", *rows[1:5], "late garbage\n",
+                             *rows[5:]]), encoding="utf-8")  # fmt: skip
+    skipped = Skipped()
+    assert ids(tail_log(path, Query(), 2, skipped=skipped)) == ids(w[-2:])
+    assert skipped.count == 0
+    assert ids(tail_log(path, Query(member="lingflow"), 2, skipped=skipped)) == ids(w[4:6])
+    assert (skipped.count, skipped.first) == (1, ["line 7: not JSON (an interrupted write, "
+                                                  "or corrupted): Expecting value: line 1 "
+                                                  "column 1 (char 0)"])  # fmt: skip

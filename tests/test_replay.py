@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lingyi.cli import main
-from lingyi.vlog import iter_log, verify_chain
+from lingyi.log import read_log, verify_chain
 from tests.conftest import ROOT
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.jsonl"))
@@ -53,7 +53,7 @@ def test_replay_logs_every_assertion(tmp_path: Path, capsys: pytest.CaptureFixtu
     """Replay appends one verification record per assertion, chained, as the server does."""
     log = tmp_path / "log.jsonl"
     main(["--log", str(log), "replay", str(ROOT / "examples" / "council-basics.jsonl")])
-    records = [line.record for line in iter_log(log) if line.record]
+    records = [line.record for line in read_log(log) if line.record]
     assert len(records) == 28 and verify_chain(log).ok
     first = records[0]
     assert first["source"] == "replay" and first["assertion_id"] == "x1"
@@ -82,7 +82,7 @@ def test_log_records_the_canonical_member(
     """An assertion by the alias LingYan is logged as lingresearch, with the name used kept."""
     log = tmp_path / "log.jsonl"
     main(["--log", str(log), "replay", str(ROOT / "examples" / "council-english.jsonl")])
-    by_id = {line.record["assertion_id"]: line.record for line in iter_log(log) if line.record}
+    by_id = {line.record["assertion_id"]: line.record for line in read_log(log) if line.record}
     assert by_id["en-17"]["member"] == "lingresearch"
     assert by_id["en-17"]["member_as_given"] == "LingYan"
     assert "member_as_given" not in by_id["en-1"]

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from lingyi.appeals import file_appeal, resolve_appeal
+from lingyi.log import file_appeal, resolve_appeal
+from lingyi.messages import catalog
 from lingyi.report import (
+    ReportError,
     nice_ceiling,
     render_html,
     render_markdown,
@@ -22,9 +24,8 @@ from lingyi.report import (
     weekly_stats,
     write_report,
 )
-from lingyi.review_cli import main
 from lingyi.stats import last_full_week, resolve_zone
-from tests.test_stats import WEEK, config_for, vrec, write_config, write_log
+from tests.test_stats import WEEK, config_for, run_lingyi, vrec, write_config, write_log
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -52,17 +53,68 @@ def test_markdown_has_the_figures(report_config: Any) -> None:
     assert "哈希链完整" in md
 
 
-def test_english_report_and_escaping(tmp_path: Path) -> None:
-    """Untrusted text (member names, reasons) cannot break Markdown tables or inject HTML."""
+EVIL = "<script>alert(1)</script>|x"
+EVIL_HTML = "&lt;script&gt;alert(1)&lt;/script&gt;|x"
+
+
+def _evil_record() -> dict[str, Any]:
+    """A record whose every text field carries markup: the log's text is untrusted."""
+    record = vrec("2026-11-24T10:00:00.000Z", member=EVIL, decision="rejected",
+                  failed=((EVIL, "reject"),), tool=EVIL, content=EVIL)  # fmt: skip
+    record["checks"][-1]["reason"] = EVIL
+    return record
+
+
+def test_untrusted_text_is_escaped(tmp_path: Path) -> None:
+    """Markup in a record (content, member, code, reason, tool) is text in the HTML page,
+    and cannot break a Markdown table."""
     config = config_for(tmp_path, language="en")
-    evil = "<script>alert(1)</script>|x"
-    write_log(config.log_path, [vrec("2026-11-24T10:00:00.000Z", member=evil)])
+    write_log(config.log_path, [_evil_record()])
     stats = weekly_stats(config, "2026-W48")
     md = render_markdown(stats, "en")
     assert "# LingYi Guard weekly report — 2026-W48" in md
-    assert "<script>alert(1)</script>\\|x" in md
+    assert "<script>alert(1)</script>\\|x" in md and f"| {EVIL} |" not in md
     page = render_html(stats, "en")
-    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;|x" in page
+    assert "<script" not in page.lower()
+    assert page.count(EVIL_HTML) >= 4  # member and code in tables, charts and tooltips
+    assert "font-family:'Noto Sans CJK SC'" in page  # our own CSS is not escaped
+
+
+@pytest.mark.parametrize(
+    ("config_lang", "lang", "title"),
+    [("zh", None, "# 灵依守卫 周报"), ("zh", "en", "# LingYi Guard weekly report"),
+     ("en", None, "# LingYi Guard weekly report"), ("en", "zh", "# 灵依守卫 周报")],
+)  # fmt: skip
+def test_report_language_is_the_config_or_lang(
+    tmp_path: Path, config_lang: str, lang: str | None, title: str
+) -> None:
+    """The report is in the configured language unless ``lang`` asks for the other one."""
+    config = config_for(tmp_path, language=config_lang)
+    write_log(config.log_path, WEEK)
+    assert weekly_report_markdown(config, "2026-W48", lang=lang).startswith(title)
+    page = write_report(config, "2026-W48", out=tmp_path / "r", formats=("html",), lang=lang)[0]
+    html_lang = "zh-CN" if title.endswith("周报") else "en"
+    assert f'<html lang="{html_lang}">' in page.read_text(encoding="utf-8")
+
+
+def test_unknown_language_or_format_is_refused(tmp_path: Path) -> None:
+    """A language or a format the report does not have is a clear error naming the valid ones."""
+    config = config_for(tmp_path)
+    with pytest.raises(ReportError, match="no report language 'fr': use one of zh, en"):
+        weekly_report_markdown(config, "2026-W48", lang="fr")
+    with pytest.raises(ReportError, match="no report format 'pdf': use md or html"):
+        write_report(config, "2026-W48", out=tmp_path / "r", formats=("pdf",))
+    assert not (tmp_path / "r").exists()
+
+
+def test_every_report_word_is_in_both_catalogs() -> None:
+    """The zh and en catalogs have the same report keys, none empty, placeholders alike."""
+    zh = {k: v for k, v in catalog("zh").items() if k.startswith("report.")}
+    en = {k: v for k, v in catalog("en").items() if k.startswith("report.")}
+    assert set(zh) == set(en) and len(en) > 40
+    for key, text in en.items():
+        assert text.strip() and zh[key].strip(), key
+        assert set(re.findall(r"{(\w+)}", text)) == set(re.findall(r"{(\w+)}", zh[key])), key
 
 
 def test_html_is_self_contained_with_three_charts(report_config: Any) -> None:
@@ -88,23 +140,24 @@ def test_html_is_self_contained_with_three_charts(report_config: Any) -> None:
 def test_write_report_files_and_default_week(report_config: Any, tmp_path: Path) -> None:
     """Files are named after the week; without --week the last full week in the zone is used."""
     out = tmp_path / "reports"
-    paths = write_report(report_config, out, week="2026-W48")
+    paths = write_report(report_config, "2026-W48", out=out)
     assert [p.name for p in paths] == ["lingyi-report-2026-W48.md", "lingyi-report-2026-W48.html"]
     assert all(p.stat().st_size > 500 for p in paths)
-    default = write_report(report_config, out, formats=("md",))
+    default = write_report(report_config, out=out, formats=("md",))
     expected = last_full_week(resolve_zone("UTC"))
     assert default == [out / f"lingyi-report-{expected}.md"]
 
 
-def test_cli_report(report_config: Any, tmp_path: Path, capsys: Any) -> None:
+def test_cli_report(report_config: Any, tmp_path: Path) -> None:
     """`lingyi report --week --out --format` writes the files and prints their paths."""
     out = tmp_path / "out"
-    args = ["--config", str(write_config(tmp_path, language="zh")), "--log",
-            str(report_config.log_path), "report", "--week", "2026-W48", "--out", str(out)]  # fmt: skip
-    assert main([*args, "--format", "html"]) == 0
-    assert capsys.readouterr().out == f"{out / 'lingyi-report-2026-W48.html'}\n"
-    assert main([*args, "--week", "2025-W53"]) == 2
-    assert "2025 has no ISO week 53" in capsys.readouterr().err
+    args = ["--config", write_config(tmp_path, language="zh"), "--log", report_config.log_path,
+            "report", "--week", "2026-W48", "--out", out]  # fmt: skip
+    done = run_lingyi(*args, "--format", "html")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{out / 'lingyi-report-2026-W48.html'}\n"
+    bad = run_lingyi(*args, "--week", "2025-W53")
+    assert bad.returncode == 2 and "2025 has no ISO week 53" in bad.stderr
 
 
 def test_nice_axis_steps() -> None:
@@ -148,7 +201,7 @@ def png_pixels(data: bytes) -> tuple[int, int, bytes]:
 def test_report_renders_in_headless_chromium(report_config: Any, tmp_path: Path) -> None:
     """Chromium renders the page: the screenshot is full size and not blank, the DOM has charts."""
     _need_chromium()
-    html_path = write_report(report_config, tmp_path / "r", week="2026-W48", formats=("html",))[0]
+    html_path = write_report(report_config, "2026-W48", out=tmp_path / "r", formats=("html",))[0]
     shot = tmp_path / "report.png"
     args = _chromium_args(tmp_path / "profile")
     run = [*args, f"--screenshot={shot}", "--window-size=1200,1800", html_path.as_uri()]

@@ -26,8 +26,8 @@ from mcp_types import CallToolResult, ResourceTemplateReference
 
 from lingyi.config import Config, load_config
 from lingyi.demo import make_repo, write_config
+from lingyi.log import read_log, verify_chain
 from lingyi.server import GuardApp, build_server, recent_records
-from lingyi.vlog import iter_log, verify_chain
 
 TIMEOUT_S = 30.0
 
@@ -462,7 +462,7 @@ def test_each_call_is_logged_before_its_result_returns(dep: Deployment) -> None:
             ("search_knowledge", {"query": "失眠吃什么药"}),
         ):
             found = verdict(await client.call_tool(tool, args))
-            last = list(iter_log(dep.log))[-1].record
+            last = list(read_log(dep.log))[-1].record
             ids.append((found["verification_id"], last["id"] if last else ""))  # fmt: skip
 
     with_client(dep, body)
@@ -614,7 +614,7 @@ def test_sigterm_mid_session_loses_no_record_and_no_commit_half_made(dep: Deploy
     assert not (dep.repo / ".git" / "index.lock").exists()
     git(dep.repo, "fsck", "--no-progress")
     head_msg = git(dep.repo, "log", "-1", "--format=%s")
-    tools = [line.record["tool_call"]["name"] for line in iter_log(dep.log) if line.record]
+    tools = [line.record["tool_call"]["name"] for line in read_log(dep.log) if line.record]
     assert head_msg != "docs: notes" or "git_commit" in tools  # a commit is never unlogged
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,10 +14,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lingyi import stats
-from lingyi.appeals import file_appeal, resolve_appeal
 from lingyi.config import Config, load_config
-from lingyi.review_cli import main
+from lingyi.log import GENESIS, VerificationLog, file_appeal, resolve_appeal, verify_chain
+from lingyi.log.chain import EDITED, ChainVerifier, tail_match
 from lingyi.stats import (
     STATS_SCHEMA,
     LatencyHistogram,
@@ -23,14 +25,12 @@ from lingyi.stats import (
     days_window,
     last_full_week,
     parse_week,
+    pool,
     resolve_zone,
-    skimmable,
     stats_for,
-    tail_match,
     week_window,
     window_from_args,
 )
-from lingyi.vlog import GENESIS, VerificationLog, verify_chain
 
 UTC_ZONE = ZoneInfo("UTC")
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -99,6 +99,18 @@ def write_config(tmp_path: Path, timezone: str = "UTC", language: str = "en") ->
 
 def config_for(tmp_path: Path, timezone: str = "UTC", language: str = "en") -> Config:
     return load_config(write_config(tmp_path, timezone, language), log=tmp_path / "log.jsonl")
+
+
+def run_lingyi(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The real ``lingyi`` command (``python -m lingyi``), as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINGYI_")}
+    return subprocess.run(
+        [sys.executable, "-m", "lingyi", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "NO_COLOR": "1"},
+    )
 
 
 def week_stats(path: Path, week: str, zone: Any = UTC_ZONE, **kw: Any) -> dict[str, Any]:
@@ -464,9 +476,7 @@ def test_edited_record_is_counted_and_reported(tmp_path: Path) -> None:
     assert (s["totals"]["approved"], s["totals"]["rejected"]) == (2, 1)
     i = s["integrity"]
     assert (i["edited"], i["chain_breaks"], i["relinked"], i["ok"]) == (1, 1, 0, False)
-    assert i["examples"] == [
-        {"line": 2, "id": written[1]["id"], "problem": "hash does not match (edited)"}
-    ]
+    assert i["examples"] == [{"line": 2, "id": written[1]["id"], "problem": EDITED}]
     assert verify_chain(path).breaks[0].lineno == 2
 
 
@@ -491,7 +501,7 @@ def test_nested_lookalike_keys_do_not_fool_the_fast_path(tmp_path: Path) -> None
     line = path.read_bytes().splitlines(keepends=True)[0]
     match = tail_match(line)
     assert match is not None and match[1] == b"2026-11-23T10:00:00.000Z"
-    assert skimmable(line, match, GENESIS) is False  # the nested "kind" forces a real parse
+    assert ChainVerifier(GENESIS).skim(line, match) is False  # the nested "kind": a real parse
     s = week_stats(path, "2026-W48")
     assert s["totals"]["total"] == 2 and s["integrity"]["ok"]
     assert week_stats(path, "2020-W01")["totals"]["total"] == 0
@@ -523,14 +533,14 @@ def test_parallel_chunks_give_the_single_pass_result(tmp_path: Path, monkeypatch
     _messy_log(path)
     window = week_window("2026-W48", UTC_ZONE)
     ran: list[int] = []
-    real = stats._run_workers
+    real = pool.run_workers
 
-    def spy(tasks: list[Any]) -> Any:
-        parts = real(tasks)  # raises if the workers could not run: no silent fallback here
+    def spy(tasks: list[Any], update: Any) -> Any:
+        parts = real(tasks, update)  # raises if the workers could not run: no silent fallback
         ran.append(len(parts))
         return parts
 
-    monkeypatch.setattr(stats, "_run_workers", spy)
+    monkeypatch.setattr(pool, "run_workers", spy)
     one = compute_stats(path, window, workers=1)
     many = compute_stats(path, window, workers=3)
     assert ran == [3]
@@ -558,17 +568,17 @@ def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- entry points
 
 
-def test_stats_for_is_the_cli_json(tmp_path: Path, capsys: Any) -> None:
+def test_stats_for_is_the_cli_json(tmp_path: Path) -> None:
     """stats_for (MCP) and `lingyi stats --days 7 --json` return the same figures."""
     config = config_for(tmp_path)
     now = datetime.now(UTC) - timedelta(minutes=5)
     recent = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     write_log(config.log_path, [vrec(recent), vrec(recent, decision="rejected")])
     direct = stats_for(config, days=7)
-    code = main(["--config", str(tmp_path / "lingyi.toml"), "--log", str(config.log_path),
-                 "stats", "--days", "7", "--json"])  # fmt: skip
-    printed = json.loads(capsys.readouterr().out)
-    assert code == 0
+    done = run_lingyi("--config", tmp_path / "lingyi.toml", "--log", config.log_path,
+                      "stats", "--days", "7", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
     direct.pop("generated_at"), printed.pop("generated_at")
     assert printed == direct and direct["totals"]["total"] == 2
     assert set(direct) == {
@@ -578,17 +588,38 @@ def test_stats_for_is_the_cli_json(tmp_path: Path, capsys: Any) -> None:
     }  # fmt: skip
 
 
-def test_cli_stats_text_and_errors(
-    week_log: tuple[Path, list[dict[str, Any]]], capsys: Any
-) -> None:
-    """The human summary shows the figures; a bad window is an error with exit code 1."""
+def test_cli_stats_text_and_errors(week_log: tuple[Path, list[dict[str, Any]]]) -> None:
+    """The human summary shows the figures; a bad window is an error with exit code 2."""
     path = week_log[0]
-    cfg = write_config(path.parent)
-    args = ["--config", str(cfg), "--log", str(path), "stats", "--since", "2026-11-23",
-            "--until", "2026-11-29", "--tz", "UTC"]  # fmt: skip
-    assert main(args) == 0
-    out = capsys.readouterr().out
-    assert "Verifications 6: approved 2 (33.3%) · rejected 3 (50.0%)" in out
-    assert "fabricated communications 1" in out and "boundary.medical" in out
-    assert main([*args[:4], "stats", "--days", "7", "--since", "2026-11-01"]) == 2
-    assert "use --days or --since/--until" in capsys.readouterr().err
+    base = ["--config", write_config(path.parent), "--log", path, "stats"]
+    done = run_lingyi(*base, "--since", "2026-11-23", "--until", "2026-11-29", "--tz", "UTC")
+    assert done.returncode == 0, done.stderr
+    assert "Verifications 6: approved 2 (33.3%) · rejected 3 (50.0%)" in done.stdout
+    assert "fabricated communications 1" in done.stdout and "boundary.medical" in done.stdout
+    bad = run_lingyi(*base, "--days", "7", "--since", "2026-11-01")
+    assert bad.returncode == 2 and "use --days or --since/--until" in bad.stderr
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_progress_reports_bytes_up_to_the_total(
+    tmp_path: Path, monkeypatch: Any, workers: int
+) -> None:
+    """progress(done, total) never goes back, never passes the total, and ends at the total."""
+    path = tmp_path / "log.jsonl"
+    _messy_log(path)
+    monkeypatch.setattr(pool, "PROGRESS_BYTES", 4096)  # this process only (workers: spawned)
+    calls: list[tuple[int, int]] = []
+    compute_stats(path, week_window("2026-W48", UTC_ZONE), workers=workers,
+                  progress=lambda done, total: calls.append((done, total)))  # fmt: skip
+    size = path.stat().st_size
+    assert calls[-1] == (size, size) and all(total == size for _, total in calls)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert len(calls) > (10 if workers == 1 else 0)
+
+
+def test_progress_on_a_missing_log(tmp_path: Path) -> None:
+    """No log: one call, (0, 0), so a progress bar can close."""
+    calls: list[tuple[int, int]] = []
+    compute_stats(tmp_path / "none.jsonl", week_window("2026-W48", UTC_ZONE),
+                  progress=lambda done, total: calls.append((done, total)))  # fmt: skip
+    assert calls == [(0, 0)]

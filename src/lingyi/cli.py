@@ -24,10 +24,10 @@ from lingyi.council import MemoryCouncil
 from lingyi.errors import LingyiError, TranscriptError
 from lingyi.guard import Guard, kb_lookup
 from lingyi.ledger import Ledger
+from lingyi.log import verify_chain
 from lingyi.models import Assertion, VerificationResult
 from lingyi.policy import load_policies
 from lingyi.replay import Replayer, check_expectation, output_line
-from lingyi.vlog import verify_chain
 
 Handler = Callable[[argparse.Namespace], int]
 

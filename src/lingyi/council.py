@@ -2,12 +2,12 @@
 
 A claim about what another member said is checked against this record. The default
 record is an append-only JSONL file shared by every process of a deployment; replay
-uses an in-memory record filled only by the transcript.
+uses an in-memory record filled only by the transcript. Appends are serialised by a lock
+file beside the record (``<record>.lock``, :class:`lingyi._locks.FileMutex`), on every OS.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
@@ -18,6 +18,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lingyi._ids import new_id, utc_now
+from lingyi._locks import FileMutex, lock_path
 
 log = structlog.get_logger()
 
@@ -63,6 +64,7 @@ class FileCouncil:
         self._memory = MemoryCouncil()
         self._offset = 0
         self._lock = threading.Lock()
+        self._writers = FileMutex(lock_path(path))
 
     def messages_from(self, member: str) -> list[CouncilMessage]:
         with self._lock:
@@ -72,8 +74,8 @@ class FileCouncil:
     def append(self, message: CouncilMessage) -> None:
         line = json.dumps(message.model_dump(by_alias=True), ensure_ascii=False) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, self.path.open("a", encoding="utf-8") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        # newline="\n": the record is the same bytes on Windows (no "\r\n" translation).
+        with self._writers, self.path.open("a", encoding="utf-8", newline="\n") as handle:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())

@@ -7,7 +7,6 @@ which is what the server, the CLI and replay all need.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import httpx
 
@@ -17,51 +16,9 @@ from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
 from lingyi.layer import ConstraintLayer, Judge
 from lingyi.ledger import Ledger
-from lingyi.models import Assertion, CheckResult, Evidence, VerificationResult
+from lingyi.log import VerificationLog, verification_record
+from lingyi.models import Assertion, Evidence, VerificationResult
 from lingyi.policy import PolicyStore
-from lingyi.vlog import VerificationLog
-
-
-def verification_record(
-    assertion: Assertion, result: VerificationResult, source: str, member: str | None = None
-) -> dict[str, Any]:
-    """The log record of one verification (the design's log contract).
-
-    ``member`` is the canonical member id (灵研/LingYan → lingresearch) so that stats group by
-    member; the name the caller used is kept in ``member_as_given`` when it differs.
-    """
-    given = {"member_as_given": assertion.member} if member and member != assertion.member else {}
-    return {
-        "id": result.id,
-        "kind": "verification",
-        "source": source,
-        "session": assertion.session,
-        "member": member or assertion.member,
-        **given,
-        "type": assertion.type.value,
-        "assertion_id": assertion.id,
-        "content": assertion.content,
-        "tool_call": assertion.tool_call.model_dump(mode="json") if assertion.tool_call else None,
-        "evidence_ids": assertion.evidence_ids,
-        "decision": result.decision.value,
-        "reason": result.reason,
-        "recommendation": result.recommendation,
-        "fallback": result.fallback.model_dump(mode="json") if result.fallback else None,
-        "checks": [_check_record(c) for c in result.checks],
-        "latency_ms": result.latency_ms,
-        "policy_version": result.policy_version,
-    }
-
-
-def _check_record(check: CheckResult) -> dict[str, Any]:
-    return {
-        "stage": check.stage.value,
-        "code": check.code,
-        "passed": check.passed,
-        "on_fail": check.on_fail.value,
-        "reason": check.reason,
-        "degraded": check.degraded,
-    }
 
 
 def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:

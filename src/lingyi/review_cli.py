@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from lingyi import appeals, logquery, report
+from lingyi import report
 from lingyi.config import Config, load_config
 from lingyi.errors import LingyiError
+from lingyi.log import appeals
+from lingyi.log import query as logquery
 from lingyi.stats import (
     DECISIONS,
     INTERCEPTS,
@@ -221,7 +223,7 @@ def _add_report(sub: SubParsers) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     formats = ("md", "html") if args.format == "both" else (args.format,)
     paths = report.write_report(
-        _config(args), Path(args.out), week=args.week, tz=args.tz, formats=formats
+        _config(args), args.week, out=Path(args.out), tz=args.tz, formats=formats
     )
     sys.stdout.write("".join(f"{p}\n" for p in paths))
     return 0

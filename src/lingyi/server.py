@@ -62,9 +62,10 @@ from lingyi.backends.kb import KBHit, KnowledgeBase
 from lingyi.config import Config, TokenEntry
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError, ConfigError
-from lingyi.guard import Guard, kb_lookup, verification_record
+from lingyi.guard import Guard, kb_lookup
 from lingyi.layer import decide
 from lingyi.ledger import Ledger
+from lingyi.log import verification_record
 from lingyi.models import (
     Assertion,
     AssertionType,

@@ -7,30 +7,39 @@ hash-chained): ``{"kind": "appeal", "appeal_of": <verification id>, ...}`` and
 codes), so that stats attribute appeals per member and per code in one streaming pass
 without remembering every verification.
 
-Finding a record by id streams the log once. The check and the append run under an
-advisory lock file next to the log, so two people cannot open the same appeal twice.
+Finding a record by id streams the log once. The check and the append run under a lock
+file of their own next to the log (``<log>.appeal.lock``), so two people cannot open the
+same appeal twice; the writer's own lock is taken inside it, for the append only, so
+verifications go on being logged while an appeal is looked up.
 """
 
 from __future__ import annotations
 
-import fcntl
 import getpass
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import structlog
 
+from lingyi._locks import FileMutex
 from lingyi.errors import LingyiError
-from lingyi.stats import read_lines, record_kind, subject_of
-from lingyi.vlog import VerificationLog
+from lingyi.log.reader import read_log
+from lingyi.log.records import (
+    OUTCOMES,
+    AppealRecord,
+    AppealResolutionRecord,
+    RecordModel,
+    Subject,
+    record_kind,
+    subject_of,
+)
+from lingyi.log.writer import VerificationLog
 
 log = structlog.get_logger(__name__)
-
-OUTCOMES = ("upheld", "overturned")
 
 
 class AppealError(LingyiError):
@@ -80,7 +89,7 @@ class _Found:
 def _find(path: Path, ref: str) -> _Found:
     """One streaming pass; keeps only the records that concern ``ref``."""
     found = _Found()
-    for line in read_lines(path):
+    for line in read_log(path):
         record = line.record
         if record is None:
             continue
@@ -97,15 +106,12 @@ def _find(path: Path, ref: str) -> _Found:
 
 @contextmanager
 def _appeal_lock(path: Path) -> Iterator[None]:
-    # A separate lock file: VerificationLog.append flocks the log itself, and a second
-    # flock on the log from this process would wait for ourselves.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{path}.appeal-lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+    mutex = FileMutex(path.with_name(path.name + ".appeal.lock"))
+    try:
+        with mutex:
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        mutex.close()
 
 
 def file_appeal(
@@ -123,13 +129,12 @@ def file_appeal(
                 f"verification {verification_id} already has an open appeal {open_id}; "
                 f"resolve it first: lingyi appeal resolve {open_id} --uphold|--overturn"
             )
-        record = {
-            "kind": "appeal",
-            "appeal_of": verification_id,
-            "reason": reason,
-            "by": by or default_actor(),
-            "subject": subject_of(target),
-        }
+        record = AppealRecord(
+            appeal_of=verification_id,
+            reason=reason,
+            by=by or default_actor(),
+            subject=subject_of(target),
+        )
         return _append(path, record)
 
 
@@ -153,17 +158,14 @@ def resolve_appeal(
     with _appeal_lock(path):
         found = _find(path, ref)
         appeal = _appeal_to_resolve(found, ref, path)
-        record = {
-            "kind": "appeal_resolution",
-            "appeal_of": appeal.get("appeal_of"),
-            "appeal_id": appeal.get("id"),
-            "outcome": outcome,
-            "note": note,
-            "by": by or default_actor(),
-        }
-        subject = appeal.get("subject") or _subject_if_verification(found.target)
-        if subject is not None:
-            record["subject"] = subject
+        record = AppealResolutionRecord(
+            appeal_of=_text(appeal.get("appeal_of")),
+            appeal_id=_text(appeal.get("id")),
+            outcome=cast(Literal["upheld", "overturned"], outcome),
+            note=note,
+            by=by or default_actor(),
+            subject=_subject(appeal.get("subject")) or _subject_if_verification(found.target),
+        )
         return _append(path, record)
 
 
@@ -197,16 +199,25 @@ def _open_appeal_of(found: _Found, ref: str) -> dict[str, Any]:
     )
 
 
-def _subject_if_verification(record: dict[str, Any] | None) -> dict[str, Any] | None:
+def _subject_if_verification(record: dict[str, Any] | None) -> Subject | None:
     if record is not None and record_kind(record) == "verification":
         return subject_of(record)
     return None
 
 
-def _append(path: Path, record: dict[str, Any]) -> dict[str, Any]:
+def _subject(value: object) -> Subject | None:
+    """The snapshot an appeal carries, if it has a usable one."""
+    return Subject.model_validate(value) if isinstance(value, dict) and value else None
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _append(path: Path, record: RecordModel) -> dict[str, Any]:
     with VerificationLog(path) as vlog:
         written = vlog.append(record)
-    log.info(f"{record['kind']}.recorded", id=written["id"], appeal_of=record["appeal_of"])
+    log.info(f"{written['kind']}.recorded", id=written["id"], appeal_of=written["appeal_of"])
     return written
 
 
@@ -217,7 +228,7 @@ def list_appeals(path: Path, *, open_only: bool = False) -> list[dict[str, Any]]
     """
     appeals: list[dict[str, Any]] = []
     outcomes: dict[str, str] = {}
-    for line in read_lines(path):
+    for line in read_log(path):
         record = line.record
         kind = record_kind(record) if record is not None else ""
         if record is not None and kind == "appeal":

@@ -1,15 +1,16 @@
 """Finding records in the verification log: the filters of ``lingyi log tail|query``.
 
-Both commands stream the log; ``tail`` keeps only the last N matches (a bounded deque),
-``query`` yields matches as it reads. Lines that cannot be read are counted in
-:class:`Skipped` so the CLI can say how many it passed over instead of hiding them.
+``query`` streams the log forwards and yields matches as it reads; ``tail`` reads it
+backwards from the end (:func:`lingyi.log.reader.reversed_lines`) and stops at the N-th
+match, so its cost depends on how far back the matches are, not on the size of the log.
+Lines that cannot be read are counted in :class:`Skipped` so the CLI can say how many it
+passed over instead of hiding them.
 """
 
 from __future__ import annotations
 
 import json
 import unicodedata
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -17,9 +18,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from lingyi.stats import failed_codes, normalise_ts, read_lines, record_kind, ts_key
+from lingyi.log.reader import LogLine, line_numbers, read_log, reversed_lines
+from lingyi.log.records import KINDS as RECORD_KINDS
+from lingyi.log.records import failed_codes, normalise_ts, record_kind, ts_key
 
-KINDS = ("verification", "appeal", "appeal_resolution", "all")
+KINDS = (*RECORD_KINDS, "all")
 _TEXT_FIELDS = ("content", "reason", "recommendation", "note")
 
 
@@ -98,12 +101,14 @@ def _texts(record: dict[str, Any]) -> Iterator[str]:
 class Skipped:
     """Lines passed over because they could not be read (torn, not JSON)."""
 
+    LISTED = 5  # lines named; the count stays exact
+
     count: int = 0
     first: list[str] = field(default_factory=list)
 
     def add(self, lineno: int, error: str | None) -> None:
         self.count += 1
-        if len(self.first) < 5:
+        if len(self.first) < self.LISTED:
             self.first.append(f"line {lineno}: {error}")
 
 
@@ -112,7 +117,7 @@ def query_log(
 ) -> Iterator[dict[str, Any]]:
     """Matching records in log order, at most ``limit``; unreadable lines go to ``skipped``."""
     found = 0
-    for line in read_lines(path):
+    for line in read_log(path):
         if line.record is None:
             if skipped is not None:
                 skipped.add(line.lineno, line.error)
@@ -127,8 +132,32 @@ def query_log(
 def tail_log(
     path: Path, query: Query, count: int = 20, *, skipped: Skipped | None = None
 ) -> list[dict[str, Any]]:
-    """The last ``count`` matching records, oldest first (memory bounded by ``count``)."""
-    return list(deque(query_log(path, query, skipped=skipped), maxlen=max(count, 0)))
+    """The last ``count`` matching records, oldest first, read backwards from the end.
+
+    Unreadable lines met on the way go to ``skipped`` with their line numbers (found by
+    one more pass, only when there are such lines).
+    """
+    found: list[dict[str, Any]] = []
+    bad: list[LogLine] = []
+    for line in reversed_lines(path) if count > 0 else ():
+        if line.record is None:
+            bad.append(line)
+        elif query.matches(line.record):
+            found.append(line.record)
+            if len(found) >= count:
+                break
+    if skipped is not None and bad:
+        _add_skipped(path, skipped, bad)
+    found.reverse()
+    return found
+
+
+def _add_skipped(path: Path, skipped: Skipped, bad: list[LogLine]) -> None:
+    listed = sorted(bad, key=lambda line: line.offset)[: Skipped.LISTED]
+    numbers = line_numbers(path, [line.offset for line in listed])
+    for line in listed:
+        skipped.add(numbers.get(line.offset, 0), line.error)
+    skipped.count += len(bad) - len(listed)
 
 
 # --------------------------------------------------------------------------- output

@@ -1,0 +1,81 @@
+"""The weekly report as one self-contained HTML page, from a Jinja2 template.
+
+The page has no scripts and no external assets, so it can be mailed or archived as one file.
+Autoescaping is on for the whole template: the log's text (member names, reasons, codes)
+is untrusted and reaches the page only as escaped text.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from lingyi.report import charts
+from lingyi.report import figures as f
+from lingyi.report.labels import Labels
+
+
+def _numeric(value: object) -> bool:
+    """Right-align counts, rates and latencies (``12``, ``50.0%``, ``3.4``, ``–``)."""
+    if isinstance(value, int | float):
+        return True
+    return str(value).rstrip("%").replace(".", "", 1).isdigit()
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("lingyi.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,  # a misspelt name in the template fails, not renders ""
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.tests["numeric"] = _numeric
+    return env
+
+
+def _charts(stats: f.Stats, t: Labels) -> dict[str, Markup]:
+    decisions = [charts.COLOURS[d] for d in ("approved", "rejected", "fallback")]
+    names = f.decision_names(t)
+    per_day = charts.Chart(names, decisions, t["per_day"])
+    codes = charts.Chart(
+        [t["rejected"], t["fallback"], t["warn"]],
+        [charts.COLOURS["rejected"], charts.COLOURS["fallback"], charts.WARN_COLOUR],
+        t["top_codes"],
+    )
+    per_member = charts.Chart(names, decisions, t["per_member"])
+    return {
+        "day_chart": charts.column_chart(
+            f.day_rows(stats, t), per_day, (t["axis_count"], t["axis_day"])
+        ),
+        "code_chart": charts.bar_chart(f.top_code_rows(stats), codes, t["failed"]),
+        "member_chart": charts.bar_chart(f.member_rows(stats), per_member, t["axis_count"]),
+    }
+
+
+def render_html(stats: f.Stats, lang: str) -> str:
+    t = Labels(lang)
+    page = (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            labels=t,
+            font=Markup(charts.FONT),  # a constant of ours, with quotes that must stay quotes
+            title=f"{t['title']} — {stats['window']['label']}",
+            window_line=f.window_line(stats, t),
+            cards=f.cards(stats, t),
+            summary=f.summary_table(stats, t),
+            days=f.day_table(stats, t),
+            codes=f.code_table(stats, t),
+            reasons=f.reason_table(stats, t),
+            members=f.member_table(stats, t),
+            integrity_ok=stats["integrity"]["ok"],
+            integrity=f.integrity_table(stats, t),
+            examples=f.integrity_examples(stats, t),
+            **_charts(stats, t),
+        )
+    )
+    return page + "\n"

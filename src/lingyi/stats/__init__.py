@@ -1,0 +1,133 @@
+"""Figures over the verification log: one streaming pass, bounded memory.
+
+| module | owns |
+|---|---|
+| :mod:`~lingyi.stats.window` | time windows: local days, ISO weeks, the zone |
+| :mod:`~lingyi.stats.histogram` | the fixed-size latency histogram (percentiles within 0.5%) |
+| :mod:`~lingyi.stats.aggregate` | the counters of one pass, the chain checked alongside, merging |
+| :mod:`~lingyi.stats.pool` | running the pass here or over chunks in worker processes, progress |
+| :mod:`~lingyi.stats.view` | the documented JSON (``docs/stats-json.md``) |
+
+Figures over an edited or damaged log are still produced but say so (``integrity``): bad
+records are counted and reported, never silently dropped and never fatal, and
+``integrity.chain_ok`` is the verdict of ``lingyi log verify`` on the same log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from lingyi.config import Config
+from lingyi.log.records import normalise_ts, ts_key
+from lingyi.stats.aggregate import (
+    APPROVED,
+    DECISIONS,
+    FALLBACK,
+    INTERCEPTS,
+    REJECTED,
+    Aggregator,
+    Integrity,
+    Intercept,
+)
+from lingyi.stats.histogram import LatencyHistogram
+from lingyi.stats.pool import Progress, run_pass
+from lingyi.stats.view import STATS_SCHEMA, StatsView, appeals_json, counts_json
+from lingyi.stats.window import (
+    Window,
+    WindowError,
+    days_window,
+    last_full_week,
+    local_midnight,
+    local_zone,
+    parse_instant,
+    parse_week,
+    range_window,
+    resolve_zone,
+    week_label,
+    week_window,
+    window_from_args,
+    zone_name,
+)
+
+log = structlog.get_logger(__name__)
+
+
+def compute_stats(
+    path: Path,
+    window: Window,
+    *,
+    member: str | None = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Stats of the log at ``path`` over ``window``, streaming (``docs/stats-json.md``).
+
+    ``workers`` forces the number of chunks (1 = a single pass in this process); by default
+    a log over 256 MB is read by worker processes. ``progress(bytes done, bytes total)`` is
+    called from this thread as the pass goes on, last with ``(total, total)``.
+    """
+    agg = run_pass(path, window, member, workers, progress)
+    if agg.pending_subjects:
+        agg.backfill_subjects(path)
+    result = StatsView(agg).as_json()
+    result["log"] = str(path)
+    if not result["integrity"]["ok"]:
+        log.warning("stats.log_integrity", log=str(path), **_integrity_brief(result))
+    return result
+
+
+def _integrity_brief(result: dict[str, Any]) -> dict[str, int]:
+    keys = ("unreadable", "invalid", "chain_breaks", "unknown_schema")
+    return {k: int(result["integrity"][k]) for k in keys}
+
+
+def stats_for(
+    config: Config,
+    *,
+    days: int = 7,
+    member: str | None = None,
+    tz: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The ``lingyi stats --days N --json`` figures (for the MCP ``verification_stats`` tool)."""
+    window = days_window(days, resolve_zone(tz, config))
+    return compute_stats(config.log_path, window, member=member, progress=progress)
+
+
+__all__ = [
+    "APPROVED",
+    "DECISIONS",
+    "FALLBACK",
+    "INTERCEPTS",
+    "REJECTED",
+    "STATS_SCHEMA",
+    "Aggregator",
+    "Integrity",
+    "Intercept",
+    "LatencyHistogram",
+    "Progress",
+    "StatsView",
+    "Window",
+    "WindowError",
+    "appeals_json",
+    "compute_stats",
+    "counts_json",
+    "days_window",
+    "last_full_week",
+    "local_midnight",
+    "local_zone",
+    "normalise_ts",
+    "parse_instant",
+    "parse_week",
+    "range_window",
+    "resolve_zone",
+    "stats_for",
+    "ts_key",
+    "week_label",
+    "week_window",
+    "window_from_args",
+    "zone_name",
+]

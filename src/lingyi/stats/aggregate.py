@@ -1,0 +1,396 @@
+"""One streaming pass over the log: the counters behind every figure, and their merging.
+
+The :class:`Aggregator` keeps only counters: per decision, member, assertion type, tool,
+check code and day of the window, a latency histogram per member, appeal counts per group,
+and a bounded list of integrity examples, so memory depends on how many members, tools and
+codes exist, never on how many records the log holds. The hash chain is checked in the same
+pass by :class:`lingyi.log.ChainVerifier` (the one ``lingyi log verify`` uses); lines
+outside the window are verified on their raw bytes (:meth:`~lingyi.log.ChainVerifier.skim`)
+without being parsed. Aggregators of consecutive chunks of the log merge into the one a
+single pass gives (:meth:`Aggregator.merge`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, Problem, tail_match
+from lingyi.log.reader import LogLine, decode_line, read_log
+from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind, subject_of, ts_key
+from lingyi.stats.histogram import LatencyHistogram
+from lingyi.stats.window import Window
+
+DECISIONS: tuple[str, ...] = ("approved", "rejected", "fallback")
+_DEC_INDEX = {name: i for i, name in enumerate(DECISIONS)}
+APPROVED, REJECTED, FALLBACK = 0, 1, 2
+MAX_EXAMPLES = 20  # integrity examples kept; the counts stay exact beyond this
+_NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
+
+
+# --------------------------------------------------------------------------- intercepts
+
+
+@dataclass(frozen=True)
+class Intercept:
+    """A named class of caught problem: non-approved verifications failing one of ``codes``.
+
+    A code ending in ``.*`` matches every code under that prefix.
+    """
+
+    name: str
+    codes: tuple[str, ...]
+
+    def matches(self, code: str) -> bool:
+        return any(_code_matches(pattern, code) for pattern in self.codes)
+
+
+def _code_matches(pattern: str, code: str) -> bool:
+    if pattern.endswith(".*"):
+        return code.startswith(pattern[:-1])
+    return code == pattern
+
+
+# The mapping from check codes to the figures the council owners ask for, kept as data.
+INTERCEPTS: tuple[Intercept, ...] = (
+    Intercept("fabricated_communications", ("communication.on_record",)),
+    Intercept("boundary_violations", ("boundary.*", "domain.scope")),
+    Intercept("unlabelled_inferences", ("inference.labelled",)),
+)
+
+
+@dataclass
+class Integrity:
+    """What was wrong with the records themselves (the chain's findings are in
+    :class:`~lingyi.log.ChainReport`), counted exactly, with the first few examples."""
+
+    invalid: int = 0
+    unknown_schema: int = 0
+    schema_versions: Counter[str] = field(default_factory=Counter)
+    other_kinds: Counter[str] = field(default_factory=Counter)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    def note(self, lineno: int, record_id: object, problem: str) -> None:
+        if len(self.examples) < MAX_EXAMPLES or lineno < self.examples[-1]["line"]:
+            rid = record_id if isinstance(record_id, str) else None
+            self.examples.append({"line": lineno, "id": rid, "problem": problem})
+            self.examples = sorted(self.examples, key=lambda e: e["line"])[:MAX_EXAMPLES]
+
+    def note_problem(self, problem: Problem) -> None:
+        self.note(problem.lineno, problem.record_id, problem.text)
+
+    def merge(self, other: Integrity, line_offset: int) -> None:
+        self.invalid += other.invalid
+        self.unknown_schema += other.unknown_schema
+        self.schema_versions.update(other.schema_versions)
+        self.other_kinds.update(other.other_kinds)
+        moved = [{**e, "line": e["line"] + line_offset} for e in other.examples]
+        self.examples = sorted(self.examples + moved, key=lambda e: e["line"])[:MAX_EXAMPLES]
+
+    def as_json(self, chain: ChainReport) -> dict[str, Any]:
+        """The ``integrity`` object: ``chain_ok`` is exactly ``lingyi log verify``'s verdict."""
+        bad = chain.unreadable_count + self.invalid + chain.break_count + self.unknown_schema
+        return {
+            "ok": bad == 0,
+            "chain_ok": chain.ok,
+            "lines": chain.lines,
+            "records": chain.records,
+            "unreadable": chain.unreadable_count,
+            "invalid": self.invalid,
+            "chain_breaks": chain.break_count,
+            "edited": chain.edited,
+            "relinked": chain.relinked,
+            "unhashed": chain.unhashed,
+            "unknown_schema": self.unknown_schema,
+            "schema_versions": dict(sorted(self.schema_versions.items())),
+            "other_kinds": dict(sorted(self.other_kinds.items())),
+            "examples": list(self.examples),
+        }
+
+
+Tally = list[int]  # [approved, rejected, fallback]
+
+
+def _add(a: Tally, b: Tally) -> Tally:
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def _bump(table: dict[str, Tally], key: str, index: int) -> None:
+    tally = table.get(key)
+    if tally is None:
+        tally = table[key] = [0, 0, 0]
+    tally[index] += 1
+
+
+@dataclass
+class Appeals:
+    """Appeal counters for one group (all, a member, a code)."""
+
+    filed: int = 0
+    upheld: int = 0
+    overturned: int = 0
+    overturned_approvals: int = 0
+
+
+class Aggregator:
+    """One streaming pass over the log; ``result()`` gives the stable JSON."""
+
+    def __init__(
+        self, window: Window, member: str | None = None, prev: str | None = GENESIS
+    ) -> None:
+        self.window, self.member = window, member
+        self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
+        self.day_keys = window.day_keys()
+        self.integrity = Integrity()
+        self.chain = ChainVerifier(prev)
+        self.groups: dict[str, dict[str, Tally]] = {
+            k: {} for k in ("member", "type", "tool", "code")
+        }
+        self.day_tallies: list[Tally] = [[0, 0, 0] for _ in self.day_keys]
+        self.totals: Tally = [0, 0, 0]
+        self.checked: Counter[str] = Counter()
+        self.intercepted: Counter[str] = Counter({i.name: 0 for i in INTERCEPTS})
+        self.reject_codes: Counter[str] = Counter()
+        self.reject_examples: dict[str, str] = {}
+        self.latency = LatencyHistogram()
+        self.member_latency: dict[str, LatencyHistogram] = {}
+        self.appeals: dict[tuple[str, str], Appeals] = {}
+        self._intercept_cache: dict[str, tuple[str, ...]] = {}
+        self.pending_subjects: list[dict[str, Any]] = []
+
+    # -- per line ----------------------------------------------------------------------
+
+    def feed_raw(self, lineno: int, raw: bytes) -> None:
+        """Count one line; verifications outside the window are only verified, not parsed."""
+        tail = tail_match(raw)
+        if (
+            tail is not None
+            and int(tail[2]) <= SCHEMA_VERSION
+            and self._outside(tail[1])
+            and self.chain.skim(raw, tail)
+        ):
+            self.integrity.schema_versions[tail[2].decode()] += 1
+            return
+        self.feed(decode_line(lineno, raw))
+
+    def _outside(self, ts: bytes) -> bool:
+        key = normalise_ts(ts.decode())
+        return key is not None and not self.start_key <= key < self.end_key
+
+    def feed(self, line: LogLine) -> None:
+        """Count one parsed line (and check its place in the chain)."""
+        if problem := self.chain.feed(line):
+            self.integrity.note_problem(problem)
+        record = line.record
+        if record is None:
+            return
+        self._schema(line.lineno, record)
+        kind = record_kind(record)
+        if kind == "verification":
+            self._verification(line.lineno, record)
+        elif kind in ("appeal", "appeal_resolution"):
+            self._appeal_record(line.lineno, kind, record)
+        else:
+            self.integrity.other_kinds[kind] += 1
+
+    def _schema(self, lineno: int, record: dict[str, Any]) -> None:
+        version = record.get("v", 0)
+        self.integrity.schema_versions[str(version)] += 1
+        if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+            self.integrity.unknown_schema += 1
+            self.integrity.note(lineno, record.get("id"), f"unknown schema version {version!r}")
+
+    def _in_window(self, lineno: int, record: dict[str, Any], ts: object) -> str | None:
+        key = normalise_ts(ts)
+        if key is None:
+            self.integrity.invalid += 1
+            self.integrity.note(lineno, record.get("id"), f"bad ts {ts!r}")
+            return None
+        return key if self.start_key <= key < self.end_key else None
+
+    def _verification(self, lineno: int, record: dict[str, Any]) -> None:
+        key = self._in_window(lineno, record, record.get("ts"))
+        if key is None:
+            return
+        member = record.get("member")
+        if self.member is not None and member != self.member:
+            return
+        index = _DEC_INDEX.get(record.get("decision"))  # type: ignore[arg-type]
+        if index is None:
+            self.integrity.invalid += 1
+            self.integrity.note(lineno, record.get("id"), "no valid decision")
+            return
+        self._count(record, str(member), index, key)
+
+    def _count(self, record: dict[str, Any], member: str, index: int, key: str) -> None:
+        self.totals[index] += 1
+        groups = self.groups
+        _bump(groups["member"], member, index)
+        _bump(groups["type"], str(record.get("type")), index)
+        self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
+        tool = record.get("tool_call")
+        if isinstance(tool, dict):
+            _bump(groups["tool"], str(tool.get("name")), index)
+        checks = record.get("checks")
+        if isinstance(checks, list):
+            failed = self._checked(checks)
+            if failed or index == REJECTED:
+                self._failures(record, failed, index)
+        self._latency(member, record.get("latency_ms"))
+
+    def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
+        """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
+        checked, failed = self.checked, []
+        for check in checks:
+            if isinstance(check, dict):
+                code = check.get("code")
+                checked[code if isinstance(code, str) else str(code)] += 1
+                if check.get("passed") is False:
+                    failed.append(check)
+        return failed
+
+    def _failures(self, record: dict[str, Any], failed: list[dict[str, Any]], index: int) -> None:
+        hit: set[str] = set()
+        blocking = False
+        for check in failed:
+            code = str(check.get("code"))
+            _bump(self.groups["code"], code, index)
+            if index != APPROVED:
+                hit.update(self._intercepts_of(code))
+            if index == REJECTED and check.get("on_fail") not in _NOT_REJECTING:
+                blocking = True
+                self._reject_reason(code, check.get("reason"))
+        self.intercepted.update(hit)
+        if index == REJECTED and not blocking:  # e.g. an older record without checks
+            self._reject_reason("(no failed check)", record.get("reason"))
+
+    def _reject_reason(self, code: str, reason: object) -> None:
+        self.reject_codes[code] += 1
+        if code not in self.reject_examples and isinstance(reason, str):
+            self.reject_examples[code] = reason[:200]
+
+    def _intercepts_of(self, code: str) -> tuple[str, ...]:
+        names = self._intercept_cache.get(code)
+        if names is None:
+            names = tuple(i.name for i in INTERCEPTS if i.matches(code))
+            self._intercept_cache[code] = names
+        return names
+
+    def _latency(self, member: str, value: object) -> None:
+        if value.__class__ not in (int, float) or value != value:  # not bool, not NaN
+            return
+        ms = float(value)
+        bucket = LatencyHistogram.bucket_of(ms)
+        self.latency.add(ms, bucket)
+        histogram = self.member_latency.get(member)
+        if histogram is None:
+            histogram = self.member_latency[member] = LatencyHistogram()
+        histogram.add(ms, bucket)
+
+    # -- appeals -----------------------------------------------------------------------
+
+    def _appeal_record(self, lineno: int, kind: str, record: dict[str, Any]) -> None:
+        subject = record.get("subject")
+        if not isinstance(subject, dict):
+            # Written without a snapshot of the verification: looked up after the pass.
+            self.pending_subjects.append({"kind": kind, **_appeal_fields(record)})
+            return
+        self.count_appeal(lineno, kind, record.get("outcome"), subject, record)
+
+    def count_appeal(
+        self,
+        lineno: int,
+        kind: str,
+        outcome: object,
+        subject: dict[str, Any],
+        record: dict[str, Any],
+    ) -> None:
+        """Attribute an appeal to the verification it concerns (window by its ts)."""
+        if self._in_window(lineno, record, subject.get("ts")) is None:
+            return
+        member = str(subject.get("member"))
+        if self.member is not None and member != self.member:
+            return
+        approved = subject.get("decision") == "approved"
+        codes = subject.get("codes")
+        codes = codes if isinstance(codes, list) else []
+        for group in [("all", ""), ("member", member), *(("code", str(c)) for c in codes)]:
+            self._appeal_group(group, kind, outcome, approved)
+
+    def _appeal_group(
+        self, group: tuple[str, str], kind: str, outcome: object, approved: bool
+    ) -> None:
+        counts = self.appeals.get(group)
+        if counts is None:
+            counts = self.appeals[group] = Appeals()
+        if kind == "appeal":
+            counts.filed += 1
+        elif outcome == "upheld":
+            counts.upheld += 1
+        elif outcome == "overturned" and approved:
+            counts.overturned_approvals += 1  # a verdict that should have blocked
+        elif outcome == "overturned":
+            counts.overturned += 1
+
+    # -- merging chunks ----------------------------------------------------------------
+
+    def merge(self, other: Aggregator, line_offset: int) -> None:
+        """Add the counters of the chunk that follows this one in the log."""
+        self.integrity.merge(other.integrity, line_offset)
+        for problem in self.chain.merge(other.chain, line_offset):
+            self.integrity.note_problem(problem)
+        for group, table in other.groups.items():
+            for name, tally in table.items():
+                for index, value in enumerate(tally):
+                    self.groups[group].setdefault(name, [0, 0, 0])[index] += value
+        self.totals = _add(self.totals, other.totals)
+        self.day_tallies = [
+            _add(a, b) for a, b in zip(self.day_tallies, other.day_tallies, strict=True)
+        ]
+        self._merge_counters(other)
+
+    def _merge_counters(self, other: Aggregator) -> None:
+        self.checked.update(other.checked)
+        self.intercepted.update(other.intercepted)
+        self.reject_codes.update(other.reject_codes)
+        for code, text in other.reject_examples.items():
+            self.reject_examples.setdefault(code, text)
+        self.latency.merge(other.latency)
+        for member, histogram in other.member_latency.items():
+            self.member_latency.setdefault(member, LatencyHistogram()).merge(histogram)
+        for key, counts in other.appeals.items():
+            mine = self.appeals.setdefault(key, Appeals())
+            for name in ("filed", "upheld", "overturned", "overturned_approvals"):
+                setattr(mine, name, getattr(mine, name) + getattr(counts, name))
+        self.pending_subjects.extend(other.pending_subjects)
+
+    # -- appeals written without a snapshot ----------------------------------------------
+
+    def backfill_subjects(self, path: Path) -> None:
+        """Appeals written without a snapshot: one more pass finds their verifications.
+
+        Only those appeals are kept in memory (never verifications), so this stays bounded
+        by the number of such appeals.
+        """
+        wanted = {str(p.get("appeal_of")) for p in self.pending_subjects}
+        subjects: dict[str, dict[str, Any]] = {}
+        for line in read_log(path):
+            record = line.record
+            if record and record.get("id") in wanted and record_kind(record) == "verification":
+                subjects[str(record["id"])] = subject_of(record).model_dump()
+        for pending in self.pending_subjects:
+            subject = subjects.get(str(pending.get("appeal_of")))
+            if subject is None:
+                self.integrity.invalid += 1
+                self.integrity.note(0, pending.get("id"), "appeal of an unknown verification")
+                continue
+            self.count_appeal(0, pending["kind"], pending.get("outcome"), subject, pending)
+        self.pending_subjects = []
+
+
+def _appeal_fields(record: dict[str, Any]) -> dict[str, Any]:
+    keep = ("id", "ts", "appeal_of", "appeal_id", "outcome")
+    return {k: record.get(k) for k in keep}

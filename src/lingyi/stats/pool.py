@@ -1,0 +1,199 @@
+"""Running the stats pass: in this process, or over chunks of a big log in worker processes.
+
+A log over :data:`PARALLEL_MIN_BYTES` is cut into byte ranges at line starts, each counted
+by a worker process (one per CPU, at most :data:`MAX_WORKERS`), and the chunks' aggregators
+are merged in order, the chain link between chunks included, so the result is the one a
+single pass gives. Progress (bytes done, bytes total) is reported to the caller's thread:
+workers send theirs through a queue that this process drains while it waits.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from lingyi.log.chain import GENESIS
+from lingyi.log.reader import raw_lines
+from lingyi.stats.aggregate import Aggregator
+from lingyi.stats.window import Window
+
+log = structlog.get_logger(__name__)
+
+Progress = Callable[[int, int], None]  # (bytes done, bytes total)
+
+PARALLEL_MIN_BYTES = 256 << 20  # below this, starting workers costs more than it saves
+CHUNK_BYTES = 32 << 20
+MAX_WORKERS = 8
+PROGRESS_BYTES = 4 << 20  # how often a pass reports how far it got
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Task:
+    """One byte range of the log to count; ``end`` None reads to the end (appends included)."""
+
+    index: int
+    path: Path
+    start: int
+    end: int | None
+    window: Window
+    member: str | None
+
+
+def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[Aggregator, int]:
+    """Count one byte range; returns its counters and how many physical lines it had.
+
+    ``report(index, bytes done in this range)`` is called every :data:`PROGRESS_BYTES`.
+    """
+    agg = Aggregator(task.window, task.member, GENESIS if task.start == 0 else None)
+    lineno = reported = done = 0
+    for lineno, _, raw in raw_lines(task.path, task.start, task.end):
+        done += len(raw)
+        if raw.strip():
+            agg.feed_raw(lineno, raw)
+        if report is not None and done - reported >= PROGRESS_BYTES:
+            report(task.index, done)
+            reported = done
+    return agg, lineno
+
+
+def run_pass(
+    path: Path,
+    window: Window,
+    member: str | None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> Aggregator:
+    """The aggregator of the whole log at ``path`` (a missing log counts as empty)."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        size = 0
+    tasks = [
+        Task(i, path, a, b, window, member)
+        for i, (a, b) in enumerate(_split(path, size, workers or _auto_workers(size)))
+    ]
+    meter = _Meter(size, len(tasks), progress)
+    if len(tasks) == 1:
+        agg = scan(tasks[0], meter.update)[0]
+    else:
+        agg = _merge_parts(_run_chunks(tasks, meter))
+    meter.finish()
+    return agg
+
+
+class _Meter:
+    """Adds up the bytes done per chunk and tells the caller (never more than the total)."""
+
+    def __init__(self, total: int, chunks: int, progress: Progress | None) -> None:
+        self.total, self.progress = total, progress
+        self.done = [0] * chunks
+
+    def update(self, index: int, done: int) -> None:
+        self.done[index] = done
+        if self.progress is not None:
+            self.progress(min(sum(self.done), self.total), self.total)
+
+    def finish(self) -> None:
+        if self.progress is not None:
+            self.progress(self.total, self.total)
+
+
+def _run_chunks(tasks: list[Task], meter: _Meter) -> list[tuple[Aggregator, int]]:
+    try:
+        return run_workers(tasks, meter.update)
+    except (OSError, BrokenProcessPool) as exc:  # e.g. a sandbox that allows no processes
+        log.warning("stats.workers_failed", error=str(exc))
+        return [scan(t, meter.update) for t in tasks]
+
+
+# Set in each worker process by the pool's initializer: where to send progress.
+_progress_queue: Any = None
+
+
+def _init_worker(channel: Any) -> None:
+    global _progress_queue
+    _progress_queue = channel
+
+
+def _scan_in_worker(task: Task) -> tuple[Aggregator, int]:
+    channel = _progress_queue
+    return scan(task, None if channel is None else lambda i, done: channel.put((i, done)))
+
+
+def run_workers(
+    tasks: list[Task], update: Callable[[int, int], None]
+) -> list[tuple[Aggregator, int]]:
+    """Count every task in its own process; results in task order."""
+    # spawn, not fork: the MCP server calls stats from a process with threads.
+    context = multiprocessing.get_context("spawn")
+    channel = context.Queue()
+    try:
+        with ProcessPoolExecutor(
+            max_workers=len(tasks),
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(channel,),
+        ) as pool:
+            futures = [pool.submit(_scan_in_worker, t) for t in tasks]
+            _wait_reporting(futures, channel, update)
+            return [f.result() for f in futures]
+    finally:
+        channel.close()
+        channel.join_thread()
+
+
+def _wait_reporting(futures: list[Future[Any]], channel: Any, update: Callable[..., None]) -> None:
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_EXCEPTION)
+        _drain(channel, update)
+        if any(f.exception() is not None for f in done):
+            return  # f.result() raises it in the caller
+
+
+def _drain(channel: Any, update: Callable[[int, int], None]) -> None:
+    while True:
+        try:
+            index, done = channel.get_nowait()
+        except queue.Empty:
+            return
+        update(index, done)
+
+
+def _auto_workers(size: int) -> int:
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, MAX_WORKERS, size // CHUNK_BYTES))
+
+
+def _split(path: Path, size: int, parts: int) -> list[tuple[int, int | None]]:
+    """Byte ranges that start at line starts; the last one is open-ended."""
+    starts = [0]
+    if parts > 1:
+        with path.open("rb") as handle:
+            for i in range(1, parts):
+                handle.seek(size * i // parts)
+                handle.readline()  # skip to the start of the next line
+                if starts[-1] < handle.tell() < size:
+                    starts.append(handle.tell())
+    ends: list[int | None] = [*starts[1:], None]
+    return list(zip(starts, ends, strict=True))
+
+
+def _merge_parts(parts: list[tuple[Aggregator, int]]) -> Aggregator:
+    total, offset = parts[0][0], parts[0][1]
+    for agg, lines in parts[1:]:
+        total.merge(agg, offset)
+        offset += lines
+    return total

@@ -1,0 +1,130 @@
+"""The stats JSON: the documented shape (``docs/stats-json.md``) of an aggregator's counters.
+
+``STATS_SCHEMA`` changes whenever a field changes meaning or disappears; fields are only
+ever added within one schema.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from lingyi.log.records import ts_key
+from lingyi.stats.aggregate import (
+    DECISIONS,
+    FALLBACK,
+    REJECTED,
+    Aggregator,
+    Appeals,
+    Tally,
+)
+from lingyi.stats.histogram import LatencyHistogram
+
+STATS_SCHEMA = "lingyi.stats/1"
+TOP_REASONS = 10
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return None if whole == 0 else round(part / whole, 6)
+
+
+def counts_json(tally: Tally) -> dict[str, Any]:
+    """{total, approved, rejected, fallback, blocked, and their rates}."""
+    total = sum(tally)
+    blocked = tally[REJECTED] + tally[FALLBACK]
+    out: dict[str, Any] = {"total": total}
+    for name, value in zip(DECISIONS, tally, strict=True):
+        out[name] = value
+    out["blocked"] = blocked
+    for name, value in zip(DECISIONS, tally, strict=True):
+        out[f"{name}_rate"] = _rate(value, total)
+    out["blocked_rate"] = _rate(blocked, total)
+    return out
+
+
+def appeals_json(counts: Appeals | None, blocked: int) -> dict[str, Any]:
+    """Appeal figures; ``false_positive_rate`` = overturned blocks / all blocks."""
+    c = counts or Appeals()
+    resolved = c.upheld + c.overturned + c.overturned_approvals
+    return {
+        "filed": c.filed,
+        "open": max(c.filed - resolved, 0),
+        "upheld": c.upheld,
+        "overturned": c.overturned,
+        "overturned_approvals": c.overturned_approvals,
+        "overturn_rate": _rate(c.overturned + c.overturned_approvals, resolved),
+        "false_positive_rate": _rate(c.overturned, blocked),
+    }
+
+
+class StatsView:
+    """Turns an aggregator's counters into the documented JSON (docs/stats-json.md)."""
+
+    def __init__(self, agg: Aggregator) -> None:
+        self.agg = agg
+
+    def as_json(self) -> dict[str, Any]:
+        agg = self.agg
+        totals = counts_json(agg.totals)
+        return {
+            "schema": STATS_SCHEMA,
+            "generated_at": ts_key(datetime.now(UTC)),
+            "window": agg.window.as_json(),
+            "member": agg.member,
+            "totals": totals,
+            "by_member": self._by_member(),
+            "by_type": self._plain("type"),
+            "by_tool": self._plain("tool"),
+            "by_code": self._by_code(),
+            "by_day": self._by_day(),
+            "intercepted": dict(agg.intercepted),
+            "latency_ms": {**agg.latency.summary(), "method": _LATENCY_METHOD},
+            "top_rejection_reasons": self._top_reasons(),
+            "appeals": appeals_json(agg.appeals.get(("all", "")), totals["blocked"]),
+            "integrity": agg.integrity.as_json(agg.chain.report),
+        }
+
+    def _plain(self, group: str) -> dict[str, Any]:
+        table = self.agg.groups[group]
+        return {name: counts_json(table[name]) for name in sorted(table)}
+
+    def _by_member(self) -> dict[str, Any]:
+        agg, out = self.agg, {}
+        names = set(agg.groups["member"]) | {m for g, m in agg.appeals if g == "member"}
+        for name in sorted(names):
+            counts = counts_json(agg.groups["member"].get(name, [0, 0, 0]))
+            latency = agg.member_latency.get(name, LatencyHistogram()).summary()
+            appeals = appeals_json(agg.appeals.get(("member", name)), counts["blocked"])
+            out[name] = {**counts, "latency_ms": latency, "appeals": appeals}
+        return out
+
+    def _by_code(self) -> dict[str, Any]:
+        agg, out = self.agg, {}
+        names = set(agg.checked) | {c for g, c in agg.appeals if g == "code"}
+        for code in sorted(names):
+            failed = agg.groups["code"].get(code, [0, 0, 0])
+            checked, blocked = agg.checked.get(code, 0), failed[REJECTED] + failed[FALLBACK]
+            out[code] = {
+                "checked": checked,
+                "failed": sum(failed),
+                "fail_rate": _rate(sum(failed), checked),
+                **dict(zip(DECISIONS, failed, strict=True)),
+                "blocked": blocked,
+                "appeals": appeals_json(agg.appeals.get(("code", code)), blocked),
+            }
+        return out
+
+    def _by_day(self) -> list[dict[str, Any]]:
+        days = zip(self.agg.window.days(), self.agg.day_tallies, strict=True)
+        return [{"date": d.isoformat(), **counts_json(tally)} for d, tally in days]
+
+    def _top_reasons(self) -> list[dict[str, Any]]:
+        agg = self.agg
+        ranked = sorted(agg.reject_codes.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [
+            {"code": code, "count": n, "example": agg.reject_examples.get(code, "")}
+            for code, n in ranked[:TOP_REASONS]
+        ]
+
+
+_LATENCY_METHOD = "log-bucket histogram (1% buckets, nearest rank, relative error < 0.5%)"
