@@ -1,7 +1,8 @@
 """The guard as one object: layer + log, built from a config.
 
 ``Guard.check(assertion, ledger)`` verifies and appends the log record before returning,
-which is what the server, the CLI and replay all need.
+which is what the server, the CLI and replay all need: the guard owns verify → log for
+every path, so no caller decides or writes the log itself.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
 from lingyi.layer import ConstraintLayer, Judge
 from lingyi.ledger import Ledger
-from lingyi.models import Assertion, CheckResult, Evidence, VerificationResult
-from lingyi.policy import PolicyStore
+from lingyi.models import Assertion, CheckResult, Evidence, Principal, VerificationResult
+from lingyi.policy import PolicySet, PolicyStore
 from lingyi.vlog import VerificationLog
 
 
@@ -103,12 +104,6 @@ def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:
     return search
 
 
-def found_evidence(result: VerificationResult) -> list[Evidence]:
-    """What checks looked up themselves (active verification), to record as evidence."""
-    found = (c.detail.get("found") or [] for c in result.checks if c.passed)
-    return [Evidence.model_validate(item) for items in found for item in items]
-
-
 def _judge(config: Config) -> Judge | None:
     if not config.raw.judge.enabled:
         return None
@@ -143,18 +138,25 @@ class Guard:
             layer, VerificationLog(config.log_path, fsync=config.raw.log.fsync), source=source
         )
 
-    def check(self, assertion: Assertion, ledger: Ledger) -> VerificationResult:
-        """Verify, log, and record what an active lookup found as this session's evidence."""
-        result = self.layer.verify(assertion, ledger)
-        member = self.member_id(assertion)
-        self.log.append(verification_record(assertion, result, self.source, member))
-        if found := found_evidence(result):
-            ledger.record(assertion.session, member or assertion.member, "lookup", {}, found)
-        return result
+    def check(
+        self,
+        assertion: Assertion,
+        ledger: Ledger,
+        *,
+        policies: PolicySet | None = None,
+        principal: Principal | None = None,
+    ) -> VerificationResult:
+        """Verify, log, and record what an active lookup found as this session's evidence.
 
-    def member_id(self, assertion: Assertion) -> str | None:
-        member = self.layer.policies.resolve(assertion.member)
-        return member.id if member else None
+        Every path goes through here: a tool call, a bare assertion, a council post, a token
+        speaking for a member it is not bound to (``auth.member_bound``, a check like any
+        other). ``policies`` is the request's policy snapshot (the current set if None).
+        """
+        result = self.layer.verify(assertion, ledger, policies=policies, principal=principal)
+        self.log.append(verification_record(assertion, result, self.source, result.member))
+        if found := result.found:
+            ledger.record(assertion.session, result.member or assertion.member, "lookup", {}, found)
+        return result
 
     def close(self) -> None:
         self.log.close()

@@ -62,18 +62,15 @@ from lingyi.backends.kb import KBHit, KnowledgeBase
 from lingyi.config import Config, TokenEntry
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError, ConfigError
-from lingyi.guard import Guard, kb_lookup, verification_record
-from lingyi.layer import decide
+from lingyi.guard import Guard, kb_lookup
 from lingyi.ledger import Ledger
 from lingyi.models import (
     Assertion,
     AssertionType,
-    CheckResult,
     Decision,
     Evidence,
     Fallback,
-    OnFail,
-    Stage,
+    Principal,
     ToolCall,
     VerificationResult,
 )
@@ -202,15 +199,6 @@ class StaticTokens:
         return None
 
 
-def may_speak_for(token: AccessToken | None, member: str, policies: PolicySet) -> bool:
-    """No token (stdio) or an unbound token speaks for anyone; a bound one for its members."""
-    bound = [str(m).lower() for m in (token.claims or {}).get("members", [])] if token else []
-    if not bound:
-        return True
-    resolved = policies.resolve(member)
-    return (resolved.id if resolved else member.strip().lower()) in bound
-
-
 # --- the runtime shared by every tool ----------------------------------------------------
 
 
@@ -288,12 +276,7 @@ class GuardApp:
 
     def check(self, caller: Caller, assertion: Assertion) -> VerificationResult:
         """Verify and log; a token speaking for a member it is not bound to is rejected."""
-        if may_speak_for(caller.token, assertion.member, self.policies):
-            return self.guard.check(assertion, self.ledger)
-        result = decide(assertion, [_unbound(caller, assertion)], self.config.language)
-        member = self.guard.member_id(assertion)
-        self.guard.log.append(verification_record(assertion, result, SOURCE, member))
-        return result
+        return self.guard.check(assertion, self.ledger, principal=principal_of(caller.token))
 
     def run_tool(
         self, caller: Caller, name: str, args: dict[str, Any], execute: Executor
@@ -318,16 +301,11 @@ class GuardApp:
         return success(Guarded(verdict=verdict_of(result, member, executed), result=payload))
 
 
-def _unbound(caller: Caller, assertion: Assertion) -> CheckResult:
-    name = caller.token.client_id if caller.token else "?"
-    return CheckResult(
-        stage=Stage.PRE_CHECK,
-        code="auth.member_bound",
-        passed=False,
-        on_fail=OnFail.REJECT,
-        reason=f"token {name!r} may not speak for {assertion.member!r}",
-        recommendation="use a token bound to that member, or speak as a member this token is bound to",
-    )
+def principal_of(token: AccessToken | None) -> Principal | None:
+    if token is None:
+        return None
+    members = tuple(str(m) for m in (token.claims or {}).get("members", []))
+    return Principal(name=token.client_id, members=members)
 
 
 def _data_sources(config: Config) -> dict[str, DataSource]:

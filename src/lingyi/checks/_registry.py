@@ -32,6 +32,7 @@ class Outcome:
     fallback: Fallback | None = None
     detail: dict[str, Any] = field(default_factory=dict)
     degraded: bool = False
+    found: tuple[Evidence, ...] = ()  # what an active lookup found (recorded as evidence)
 
 
 def ok(reason: str, **detail: Any) -> Outcome:

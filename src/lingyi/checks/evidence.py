@@ -91,7 +91,7 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
     """A fact about a verifiable subject needs related evidence from this session.
 
     Where a lookup service is configured for the subject (the KB), the check may verify
-    actively: it searches, and passes with what it found in ``detail["found"]``.
+    actively: it searches, and passes with what it found in ``Outcome.found``.
     """
     text = ctx.assertion.content
     lower = text.lower()
@@ -162,9 +162,10 @@ def _look_up(
 
 def _found(ctx: CheckContext, found: list[Evidence]) -> Outcome:
     ids = ", ".join(e.id for e in found)
-    return ok(
+    return Outcome(
+        True,
         ctx.t(f"已主动核实：检索到 {ids}", f"verified actively: the lookup found {ids}"),
-        found=[e.model_dump(mode="json") for e in found],
+        found=tuple(found),
     )
 
 
