@@ -133,16 +133,29 @@ def test_repo_state_unborn_branch(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- commit
 
 
+def test_without_an_author_the_repositorys_own_identity_commits(repo: git.Repo) -> None:
+    """The backend names nobody itself: with no author, git's configured identity is used."""
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "Repo Owner")
+        config.set_value("user", "email", "owner@example.org")
+    (wt(repo) / "a.txt").write_text("a\n")
+    gb.commit(repo, "add a", paths=["a.txt"])
+    assert run(wt(repo), "log", "-1", "--format=%an <%ae>") == "Repo Owner <owner@example.org>"
+
+
 def test_commit_paths_lands_in_history(repo: git.Repo) -> None:
     """A commit of named paths moves the branch, records the author and lists the files."""
     before = head(wt(repo))
     (wt(repo) / "a.txt").write_text("a\n")
     (wt(repo) / "b.txt").write_text("b\n")
-    result = gb.commit(repo, "add a\n\nbody", paths=["a.txt"])
+    author = git.Actor("灵通", "lingflow@lingyi.local")
+    result = gb.commit(repo, "add a\n\nbody", paths=["a.txt"], author=author)
     assert head(wt(repo)) == result.sha
     assert run(wt(repo), "rev-parse", f"{result.sha}^") == before
     assert result.files == ["a.txt"] and result.branch == "main"
-    assert run(wt(repo), "log", "-1", "--format=%an <%ae>") == "LingFlow <lingflow@council.local>"
+    assert (
+        run(wt(repo), "log", "-1", "--format=%an <%ae>|%cn") == "灵通 <lingflow@lingyi.local>|灵通"
+    )
     assert "b.txt" in gb.repo_state(repo).untracked
     assert run(wt(repo), "diff", "--cached", "--name-only") == ""
     assert run(wt(repo), "fsck", "--no-progress") == ""

@@ -48,6 +48,7 @@ class ToolSpec(_Strict):
     description: str = ""
     read_only: bool = False
     destructive: bool = False
+    open_world: bool = False  # talks to systems beyond this machine (a push to a remote)
     args: dict[str, ArgSpec] = Field(default_factory=dict)
 
 
