@@ -25,6 +25,7 @@ ArgType = Literal[
     "data_source",
     "member",
     "list",
+    "object",
 ]
 
 
