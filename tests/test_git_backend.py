@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +23,22 @@ def run(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def make_repo(path: Path) -> Path:
-    """A non-bare repo on ``main`` with a local identity and one commit (README)."""
-    path.mkdir(parents=True, exist_ok=True)
+@functools.cache
+def _template() -> Path:
+    """The repository every test starts from, made once (six git processes) and copied."""
+    path = Path(tempfile.mkdtemp(prefix="lingyi-test-repo-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     run(path, "init", "-q", "-b", "main")
     run(path, "config", "user.name", "Tester")
     run(path, "config", "user.email", "tester@example.com")
     run(path, "config", "commit.gpgsign", "false")
     commit_file(path, "README.md", "hello\n", "initial")
+    return path
+
+
+def make_repo(path: Path) -> Path:
+    """A non-bare repo on ``main`` with a local identity and one commit (README)."""
+    shutil.copytree(_template(), path, symlinks=True, dirs_exist_ok=True)
     return path
 
 

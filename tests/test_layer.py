@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from lingyi.layer import ConstraintLayer
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, CheckResult, Fallback, OnFail, Principal, Stage
 from lingyi.policy import load_policies
+from tests.loopback import serving
 
 
 class Flag(CheckParams):
@@ -216,10 +216,8 @@ def trace_server() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/traces"
-    server.shutdown()
+    with serving(Handler) as url:
+        yield url + "/traces"
 
 
 @pytest.mark.parametrize(("trace", "decision"), [("a" * 32, "approved"), ("b" * 32, "rejected")])

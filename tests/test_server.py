@@ -7,11 +7,15 @@ before the result comes back. A rejection is an ``isError`` result with the verd
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,10 +49,26 @@ class Deployment:
         return load_config(self.config_path)
 
 
+@functools.cache
+def _template() -> Path:
+    """One real repository and bare origin per test run; each deployment gets a copy.
+
+    Making the repository takes a dozen git processes; copying it takes a millisecond, and
+    the suite makes dozens of deployments.
+    """
+    root = Path(tempfile.mkdtemp(prefix="lingyi-test-template-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    make_repo(root)
+    return root
+
+
 def deploy(root: Path, extra: str = "") -> Deployment:
     """Make the deployment under ``root``; ``extra`` is appended to its config file."""
-    root.mkdir(parents=True, exist_ok=True)
-    repo = make_repo(root)
+    template = _template()
+    shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True)
+    repo = root / "repos" / "council-app"
+    git_config = repo / ".git" / "config"  # the copy's origin is its own bare repository
+    git_config.write_text(git_config.read_text().replace(str(template), str(root)))
     log = root / "verification.jsonl"
     config = write_config(root, log)
     config.write_text(config.read_text(encoding="utf-8") + extra, encoding="utf-8")
