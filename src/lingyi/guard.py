@@ -8,7 +8,7 @@ every path, so no caller decides or writes the log itself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
@@ -16,10 +16,10 @@ from lingyi.backends.kb import KnowledgeBase
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
-from lingyi.layer import ConstraintLayer, Judge
+from lingyi.layer import ConstraintLayer, Judge, Scope
 from lingyi.ledger import Ledger
-from lingyi.models import Assertion, CheckResult, Evidence, Principal, VerificationResult
-from lingyi.policy import PolicySet, PolicyStore
+from lingyi.models import Assertion, CheckResult, Evidence, VerificationResult
+from lingyi.policy import PolicyStore
 from lingyi.vlog import VerificationLog
 
 
@@ -139,20 +139,15 @@ class Guard:
         )
 
     def check(
-        self,
-        assertion: Assertion,
-        ledger: Ledger,
-        *,
-        policies: PolicySet | None = None,
-        principal: Principal | None = None,
+        self, assertion: Assertion, ledger: Ledger, **scope: Unpack[Scope]
     ) -> VerificationResult:
         """Verify, log, and record what an active lookup found as this session's evidence.
 
         Every path goes through here: a tool call, a bare assertion, a council post, a token
         speaking for a member it is not bound to (``auth.member_bound``, a check like any
-        other). ``policies`` is the request's policy snapshot (the current set if None).
+        other). ``scope`` is the request's policy snapshot and principal (see ``Scope``).
         """
-        result = self.layer.verify(assertion, ledger, policies=policies, principal=principal)
+        result = self.layer.verify(assertion, ledger, **scope)
         self.log.append(verification_record(assertion, result, self.source, result.member))
         if found := result.found:
             ledger.record(assertion.session, result.member or assertion.member, "lookup", {}, found)

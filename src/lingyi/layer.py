@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 import structlog
 
@@ -36,6 +36,14 @@ log = structlog.get_logger()
 
 MANDATORY_TOOL_CHECKS = ("tool.owned", "tool.args_schema", "tool.path_allowed")
 CODE_BOUND = "auth.member_bound"
+
+
+class Scope(TypedDict, total=False):
+    """What one request verifies under: its policy snapshot, and who the transport
+    authenticated. Both optional: the current policies, and nobody (stdio, CLI, replay)."""
+
+    policies: PolicySet | None
+    principal: Principal | None
 
 
 class Judge(Protocol):
@@ -66,22 +74,18 @@ class ConstraintLayer:
         return store.current() if isinstance(store, PolicyStore) else store
 
     def verify(
-        self,
-        assertion: Assertion,
-        ledger: Ledger,
-        *,
-        policies: PolicySet | None = None,
-        principal: Principal | None = None,
+        self, assertion: Assertion, ledger: Ledger, **scope: Unpack[Scope]
     ) -> VerificationResult:
-        """Verify against one policy snapshot: ``policies``, or the current set.
+        """Verify against one policy snapshot: ``scope["policies"]``, or the current set.
 
         The member is resolved once, in that snapshot, and the result names the member and the
         policy version that decided, so a reload mid-request cannot log a version that did not.
-        ``principal`` is who the transport authenticated (an HTTP token), checked by
+        ``scope["principal"]`` is who the transport authenticated (an HTTP token), checked by
         ``auth.member_bound`` before anything of the member's policy runs.
         """
         started = time.perf_counter()
-        snapshot = policies if policies is not None else self.policies
+        snapshot = scope.get("policies") or self.policies
+        principal = scope.get("principal")
         member = snapshot.resolve(assertion.member)
         checks = identity_checks(assertion, member, snapshot, principal, self.language)
         if member is not None and not any(c.blocking for c in checks):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import git
 from jsonschema import Draft202012Validator
@@ -98,42 +98,45 @@ def author_of(owner: MemberPolicy) -> git.Actor:
     return git.Actor(owner.name, f"{owner.id}@council.local")
 
 
-def _commit(run: Run) -> tuple[gitb.CommitResult, list[Evidence]]:
-    args = run.args
-    with _repo(run) as repo:
-        done = gitb.commit(
-            repo,
-            args["message"],
-            paths=args.get("paths"),
-            add_all=args.get("add_all", False),
-            author=author_of(run.owner),
-        )
-    return done, [done.to_evidence()]
+class _Evidenced(Protocol):
+    def to_evidence(self) -> Evidence: ...
 
 
-def _branch(run: Run) -> tuple[gitb.BranchResult, list[Evidence]]:
-    with _repo(run) as repo:
-        done = gitb.branch(repo, run.args["name"], start_point=run.args.get("start_point"))
-    return done, [done.to_evidence()]
+E = TypeVar("E", bound=_Evidenced)
 
 
-def _push(run: Run) -> tuple[gitb.PushResult, list[Evidence]]:
-    args = run.args
-    with _repo(run) as repo:
-        done = gitb.push(
-            repo,
-            args["remote"],
-            args["branch"],
-            force=args.get("force", False),
-            dry_run=args.get("dry_run", False),
-        )
-    return done, [done.to_evidence()]
+def _in_repo(op: Callable[[Any, Run], E]) -> Callable[[Run], tuple[E, list[Evidence]]]:
+    """A git tool: open the repository (inside the roots), run ``op``, evidence its result."""
+
+    def execute(run: Run) -> tuple[E, list[Evidence]]:
+        with _repo(run) as repo:
+            done = op(repo, run)
+        return done, [done.to_evidence()]
+
+    return execute
 
 
-def _audit(run: Run) -> tuple[gitb.AuditReport, list[Evidence]]:
-    with _repo(run) as repo:
-        report = gitb.audit_report(repo, run.args["version"])
-    return report, [report.to_evidence()]
+def _commit(repo: Any, run: Run) -> gitb.CommitResult:
+    return gitb.commit(
+        repo,
+        run.args["message"],
+        paths=run.args.get("paths"),
+        add_all=run.args.get("add_all", False),
+        author=author_of(run.owner),
+    )
+
+
+def _branch(repo: Any, run: Run) -> gitb.BranchResult:
+    return gitb.branch(repo, run.args["name"], start_point=run.args.get("start_point"))
+
+
+def _push(repo: Any, run: Run) -> gitb.PushResult:
+    force, dry_run = run.args.get("force", False), run.args.get("dry_run", False)
+    return gitb.push(repo, run.args["remote"], run.args["branch"], force=force, dry_run=dry_run)
+
+
+def _audit(repo: Any, run: Run) -> gitb.AuditReport:
+    return gitb.audit_report(repo, run.args["version"])
 
 
 def _access(run: Run) -> tuple[AccessResult, list[Evidence]]:
@@ -168,10 +171,18 @@ def _impl(
 
 IMPLEMENTATIONS: dict[str, Implementation] = {
     "search_knowledge": _impl(_search, Guarded[SearchHits], "query", "domains limit"),
-    "git_commit": _impl(_commit, Guarded[gitb.CommitResult], "repo_path message", "paths add_all"),
-    "git_branch": _impl(_branch, Guarded[gitb.BranchResult], "repo_path name", "start_point"),
-    "git_push": _impl(_push, Guarded[gitb.PushResult], "repo_path remote branch", "force dry_run"),
-    "generate_audit_report": _impl(_audit, Guarded[gitb.AuditReport], "version", "repo_path"),
+    "git_commit": _impl(
+        _in_repo(_commit), Guarded[gitb.CommitResult], "repo_path message", "paths add_all"
+    ),
+    "git_branch": _impl(
+        _in_repo(_branch), Guarded[gitb.BranchResult], "repo_path name", "start_point"
+    ),
+    "git_push": _impl(
+        _in_repo(_push), Guarded[gitb.PushResult], "repo_path remote branch", "force dry_run"
+    ),
+    "generate_audit_report": _impl(
+        _in_repo(_audit), Guarded[gitb.AuditReport], "version", "repo_path"
+    ),
     "access_data_source": _impl(_access, Guarded[AccessResult], "source"),
     "analyze_data": _impl(_analyze, Guarded[Analysis], "source", "columns group_by"),
 }
@@ -256,7 +267,7 @@ def _refused_arguments(
         member=str(arguments.get("member", "")),
         decision="rejected",
         codes=[ARGS_CODE],
-        reason=reason,
+        reason=f"[{ARGS_CODE}] {reason}",  # worded as the guard words a failed check
         recommendation=hint,
     )
 
