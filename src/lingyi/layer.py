@@ -1,5 +1,8 @@
-"""The constraint layer: stages in cost order, then the decision engine.
+"""The constraint layer: who is speaking, stages in cost order, then the decision engine.
 
+Before any policy of the member runs, two identity checks no policy can switch off:
+``member.known`` and, when a transport authenticated the caller, ``auth.member_bound`` (a
+token speaks only for its members). If either fails, none of the member's checks run.
 Every deterministic stage runs, so all violations are reported at once. The judge (an
 optional, costly second opinion) runs only when every deterministic check passed. A
 check that raises is a failure (fail closed). Decision: any failed ``reject`` check →
