@@ -31,8 +31,10 @@ from mcp_types import CallToolResult, LoggingMessageNotificationParams, Resource
 from lingyi.config import Config, load_config
 from lingyi.demo import make_repo, write_config
 from lingyi.errors import ConfigError
+from lingyi.models import AssertionType
 from lingyi.policy import Registries, input_schema, load_policies
 from lingyi.server import GuardApp, build_server, recent_records, tool_problems
+from lingyi.server.tools import own_tools
 from lingyi.vlog import iter_log, verify_chain
 from tests.conftest import SHIPPED_POLICIES
 
@@ -216,6 +218,16 @@ def test_the_guards_own_tools_enumerate_the_members(dep: Deployment, tool: str) 
     schema = listed_tools(dep)[tool].input_schema
     assert {"lingzhi", "灵知", "LingZhi", "lingyan"} <= set(schema["properties"]["member"]["enum"])
     assert "member" in schema["required"]
+
+
+def test_the_guards_own_tool_file_agrees_with_the_models(dep: Deployment) -> None:
+    """guard_tools.toml lists every assertion type, and verify_assertion every policy tool."""
+    policies = load_policies(dep.config().validators_dir)
+    verify = own_tools(policies)["verify_assertion"]
+    assert verify.args["type"].values == [t.value for t in AssertionType]
+    assert set(verify.args["tool_name"].values or []) == {
+        t for m in policies.members.values() for t in m.tools
+    }
 
 
 # --- raw arguments: every call reaches the guard and the log ---------------------------------

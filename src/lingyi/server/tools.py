@@ -17,8 +17,11 @@ At start-up the policies' tools and the implemented tools must match (:func:`too
 
 from __future__ import annotations
 
+import functools
+import tomllib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Protocol, TypeVar
 
 import git
@@ -36,7 +39,6 @@ from lingyi.errors import BackendError, ConfigError
 from lingyi.models import Assertion, AssertionType, Evidence, ToolCall
 from lingyi.policy import (
     ArgProblem,
-    ArgSpec,
     MemberPolicy,
     PolicySet,
     Registries,
@@ -191,70 +193,20 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
 # --- the guard's own tools ------------------------------------------------------------------
 
 
-def _member(description: str, *, required: bool = True) -> ArgSpec:
-    return ArgSpec(type="member", required=required, description=description)
+@functools.cache
+def _own_specs() -> dict[str, ToolSpec]:
+    text = (resources.files(__package__) / "guard_tools.toml").read_text(encoding="utf-8")
+    return {name: ToolSpec.model_validate(raw) for name, raw in tomllib.loads(text).items()}
 
 
 def own_tools(policies: PolicySet) -> dict[str, ToolSpec]:
-    """The guard's own tools, described like policy tools (so one generator makes the schemas)."""
-    tools = sorted({t for m in policies.members.values() for t in m.tools})
-    speaker = _member("who speaks: a member id, display name or alias")
-    message = ArgSpec(type="string", required=True, min_length=1, description="the message")
-    return {
-        "verify_assertion": ToolSpec(
-            title="Verify an assertion",
-            description="Verify what a member is about to state: a fact, an action or a "
-            "communication. Cite the evidence ids tools returned in this session. A rejection "
-            "comes back as an error with the verdict; a fallback offers a safe rewording "
-            "(e.g. labelled inference).",
-            read_only=True,
-            args={
-                "member": speaker,
-                "type": ArgSpec(
-                    type="enum",
-                    required=True,
-                    values=[t.value for t in AssertionType],
-                    description="what the member thinks it is sending (the content decides)",
-                ),
-                "content": ArgSpec(description="the text exactly as the member would state it"),
-                "evidence_ids": ArgSpec(
-                    type="list", description="ids of evidence that tools returned in this session"
-                ),
-                "tool_name": ArgSpec(
-                    type="enum", values=tools, description="for an action: the tool it would run"
-                ),
-                "tool_arguments": ArgSpec(
-                    type="object", description="for an action: the arguments of that tool"
-                ),
-            },
-        ),
-        "screen_council_message": ToolSpec(
-            title="Pre-screen a council message",
-            description="Pre-screen a council message of `member` (verified as its "
-            "communication); posts nothing.",
-            read_only=True,
-            args={"member": speaker, "content": message},
-        ),
-        "post_council_message": ToolSpec(
-            title="Post a council message (screened)",
-            description="Screen a council message of `member`, then post it to the council "
-            "record if it passes. A fallback posts the safe variant (e.g. the message labelled "
-            "as inference).",
-            args={"member": speaker, "content": message},
-        ),
-        "verification_stats": ToolSpec(
-            title="Verification figures",
-            description="Verification figures over the last `days` days (optionally for one "
-            "member): decisions, failed checks, latency.",
-            read_only=True,
-            args={
-                "days": ArgSpec(
-                    type="integer", min=1, max=366, description="days back (default 7)"
-                ),
-                "member": _member("only this member's verifications", required=False),
-            },
-        ),
-    }
+    """The guard's own tools (``guard_tools.toml``); ``tool_name`` lists the policies' tools."""
+    specs = _own_specs()
+    names = sorted({t for m in policies.members.values() for t in m.tools})
+    verify = specs["verify_assertion"]
+    tool_name = verify.args["tool_name"].model_copy(update={"values": names})
+    args = verify.args | {"tool_name": tool_name}
+    return specs | {"verify_assertion": verify.model_copy(update={"args": args})}
 
 
 def _refused_arguments(
@@ -295,14 +247,9 @@ class ToolTable:
             owner = policies.tool_owner(name)
             spec = owner.tools[name] if owner else ToolSpec()
             self._tools[name] = self._tool(name, spec, _guarded(name, impl.execute), impl.output)
-        outputs: dict[str, Any] = {
-            "verify_assertion": Verdict,
-            "screen_council_message": Verdict,
-            "post_council_message": Guarded[PostedMessage],
-            "verification_stats": dict[str, Any],
-        }
         for name, spec in own_tools(policies).items():
-            self._tools[name] = self._tool(name, spec, _OWN[name](self), outputs[name], own=True)
+            bind, output = _OWN[name]
+            self._tools[name] = self._tool(name, spec, bind(self), output, own=True)
         if bench:
             self._tools["bench_search_knowledge"] = _bench_tool(self)
         self._version = policies.version
@@ -442,11 +389,15 @@ def _stats_tool(table: ToolTable) -> ToolFn:
     return call
 
 
-_OWN: dict[str, Callable[[ToolTable], ToolFn]] = {
-    "verify_assertion": _own_tool("verify_assertion", _verify, wrap=False),
-    "screen_council_message": _own_tool("screen_council_message", _screen, wrap=False),
-    "post_council_message": _own_tool("post_council_message", _post, wrap=True),
-    "verification_stats": _stats_tool,
+# The guard's own tools: how each binds to the table, and the model of its result.
+_OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
+    "verify_assertion": (_own_tool("verify_assertion", _verify, wrap=False), Verdict),
+    "screen_council_message": (_own_tool("screen_council_message", _screen, wrap=False), Verdict),
+    "post_council_message": (
+        _own_tool("post_council_message", _post, wrap=True),
+        Guarded[PostedMessage],
+    ),
+    "verification_stats": (_stats_tool, dict[str, Any]),
 }
 
 
