@@ -17,6 +17,7 @@ from lingyi.backends.kb import (
 )
 from lingyi.config import defaults_dir
 from lingyi.errors import BackendError
+from lingyi.guard import kb_domains
 from lingyi.policy import load_policies
 
 FILLER = "这是一段用来凑足篇幅的普通文字，与检索的主题没有关系。"
@@ -47,8 +48,7 @@ def touch_later(path: Path) -> None:
 
 
 # The deployment's domains: the values of 灵知's search_knowledge ``domains`` argument.
-_SEARCH = load_policies(defaults_dir() / "validators").members["lingzhi"].tools["search_knowledge"]
-DOMAINS = tuple(_SEARCH.args["domains"].values or ())
+DOMAINS = tuple(kb_domains(load_policies(defaults_dir() / "validators")) or ())
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from lingyi.council import CouncilRecord, FileCouncil
 from lingyi.layer import ConstraintLayer, Judge, Scope
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, CheckResult, Evidence, VerificationResult
-from lingyi.policy import PolicyStore
+from lingyi.policy import PolicySet, PolicyStore
 from lingyi.vlog import VerificationLog
 
 
@@ -93,6 +93,17 @@ def services_from(config: Config, lookups: dict[str, Lookup] | None = None) -> S
         else None,
         lookups=lookups or {},
     )
+
+
+KB_TOOL = "search_knowledge"  # the tool the knowledge base serves; its domains are the KB's
+
+
+def kb_domains(policies: PolicySet) -> list[str] | None:
+    """The knowledge base's domains: the ``domains`` values of the tool that searches it
+    (灵知's policy), so the KB keeps no list of its own. None: any domain."""
+    owner = policies.tool_owner(KB_TOOL)
+    spec = owner.tools[KB_TOOL].args.get("domains") if owner else None
+    return spec.values if spec else None
 
 
 def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:

@@ -40,7 +40,7 @@ from lingyi.backends.kb import KnowledgeBase
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError
-from lingyi.guard import Guard, kb_lookup
+from lingyi.guard import Guard, kb_domains, kb_lookup
 from lingyi.ledger import Ledger
 from lingyi.models import (
     Assertion,
@@ -67,7 +67,6 @@ log = structlog.get_logger()
 
 SOURCE = "server"
 NO_OWNER = "(no owner)"  # the member of a call to a tool no policy owns: member.known rejects it
-KB_TOOL = "search_knowledge"  # the tool the knowledge base serves; its domains are the KB's
 T = TypeVar("T")
 
 
@@ -119,13 +118,6 @@ class Run:
 
 
 Executor = Callable[[Run], tuple[BaseModel, list[Evidence]]]
-
-
-def kb_domains(policies: PolicySet) -> list[str] | None:
-    """The knowledge base's domains: the ``domains`` values of the tool that searches it."""
-    owner = policies.tool_owner(KB_TOOL)
-    spec = owner.tools[KB_TOOL].args.get("domains") if owner else None
-    return spec.values if spec else None
 
 
 class GuardApp:
