@@ -51,7 +51,7 @@ def test_kb_facts_are_verified_by_searching(
     assert result.decision == decision, result.reason
     check = next(c for c in result.checks if c.code == "evidence.subject_supported")
     if doc:
-        assert doc in [e["id"] for e in check.detail["found"]]
+        assert doc in [e.id for e in check.found]
 
 
 def test_what_was_found_becomes_citable_evidence(tmp_path: Path, kb: KnowledgeBase) -> None:

@@ -235,7 +235,7 @@ WORDING = [
 
 def _text(check: CheckResult, where: str) -> str:
     if where == "note":
-        return str((check.detail.get("fallback") or {}).get("note"))
+        return check.fallback.note if check.fallback else "None"
     return str(getattr(check, where) or "")
 
 

@@ -19,11 +19,18 @@ def test_demo_runs_from_any_directory_and_leaves_a_verifiable_log(tmp_path: Path
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    for word in ("approved", "rejected", "fallback", "git_commit", "lingyi log verify --log"):
+    for word in (
+        "approved",
+        "rejected",
+        "fallback",
+        "git_commit",
+        "tool.args_schema",
+        f"lingyi log verify {log}",
+    ):
         assert word in done.stdout
     assert "expected" not in done.stdout  # no verdict differs from the script
     report = verify_chain(log)
-    assert report.ok and report.records >= 15
+    assert report.ok and report.records >= 16
     decisions = {line.record["decision"] for line in read_log(log) if line.record}
     assert decisions == {"approved", "rejected", "fallback"}
     assert not list(tmp_path.glob("lingyi-demo-*")), "the demo folder is cleaned up"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +23,22 @@ def run(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def make_repo(path: Path) -> Path:
-    """A non-bare repo on ``main`` with a local identity and one commit (README)."""
-    path.mkdir(parents=True, exist_ok=True)
+@functools.cache
+def _template() -> Path:
+    """The repository every test starts from, made once (six git processes) and copied."""
+    path = Path(tempfile.mkdtemp(prefix="lingyi-test-repo-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     run(path, "init", "-q", "-b", "main")
     run(path, "config", "user.name", "Tester")
     run(path, "config", "user.email", "tester@example.com")
     run(path, "config", "commit.gpgsign", "false")
     commit_file(path, "README.md", "hello\n", "initial")
+    return path
+
+
+def make_repo(path: Path) -> Path:
+    """A non-bare repo on ``main`` with a local identity and one commit (README)."""
+    shutil.copytree(_template(), path, symlinks=True, dirs_exist_ok=True)
     return path
 
 
@@ -133,16 +145,29 @@ def test_repo_state_unborn_branch(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- commit
 
 
+def test_without_an_author_the_repositorys_own_identity_commits(repo: git.Repo) -> None:
+    """The backend names nobody itself: with no author, git's configured identity is used."""
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "Repo Owner")
+        config.set_value("user", "email", "owner@example.org")
+    (wt(repo) / "a.txt").write_text("a\n")
+    gb.commit(repo, "add a", paths=["a.txt"])
+    assert run(wt(repo), "log", "-1", "--format=%an <%ae>") == "Repo Owner <owner@example.org>"
+
+
 def test_commit_paths_lands_in_history(repo: git.Repo) -> None:
     """A commit of named paths moves the branch, records the author and lists the files."""
     before = head(wt(repo))
     (wt(repo) / "a.txt").write_text("a\n")
     (wt(repo) / "b.txt").write_text("b\n")
-    result = gb.commit(repo, "add a\n\nbody", paths=["a.txt"])
+    author = git.Actor("灵通", "lingflow@lingyi.local")
+    result = gb.commit(repo, "add a\n\nbody", paths=["a.txt"], author=author)
     assert head(wt(repo)) == result.sha
     assert run(wt(repo), "rev-parse", f"{result.sha}^") == before
     assert result.files == ["a.txt"] and result.branch == "main"
-    assert run(wt(repo), "log", "-1", "--format=%an <%ae>") == "LingFlow <lingflow@council.local>"
+    assert (
+        run(wt(repo), "log", "-1", "--format=%an <%ae>|%cn") == "灵通 <lingflow@lingyi.local>|灵通"
+    )
     assert "b.txt" in gb.repo_state(repo).untracked
     assert run(wt(repo), "diff", "--cached", "--name-only") == ""
     assert run(wt(repo), "fsck", "--no-progress") == ""

@@ -172,7 +172,11 @@ def test_git_check_texts_are_in_the_configured_language(
         (repo / ".git" / "MERGE_HEAD").write_text(git(repo, "rev-parse", "HEAD") + "\n")
     result = run(policies, roots, tool, lang, **args)
     check = next(c for c in result.checks if c.code == code)
-    found = check.detail["fallback"]["note"] if where == "note" else getattr(check, where)
+    found = (
+        (check.fallback.note if check.fallback else None)
+        if where == "note"
+        else getattr(check, where)
+    )
     assert text in found
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from lingyi.layer import ConstraintLayer
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion
 from lingyi.policy import PolicySet
+from tests.loopback import serving
 
 
 @dataclass
@@ -64,10 +64,8 @@ def model() -> Iterator[tuple[FakeModel, str]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(Handler) as url:
+        yield state, url
 
 
 def verify(policies: PolicySet, url: str, content: str, **judge: Any) -> Any:

@@ -11,12 +11,14 @@ import pytest
 
 from lingyi.backends.kb import (
     DEFAULT_KB_DIR,
-    NINE_DOMAINS,
     KBHit,
     KnowledgeBase,
     segment,
 )
+from lingyi.config import defaults_dir
 from lingyi.errors import BackendError
+from lingyi.guard import kb_domains
+from lingyi.policy import load_policies
 
 FILLER = "这是一段用来凑足篇幅的普通文字，与检索的主题没有关系。"
 
@@ -45,9 +47,13 @@ def touch_later(path: Path) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
 
 
+# The deployment's domains: the values of 灵知's search_knowledge ``domains`` argument.
+DOMAINS = tuple(kb_domains(load_policies(defaults_dir() / "validators")) or ())
+
+
 @pytest.fixture(scope="module")
 def shipped() -> KnowledgeBase:
-    return KnowledgeBase(DEFAULT_KB_DIR)
+    return KnowledgeBase(DEFAULT_KB_DIR, domains=DOMAINS)
 
 
 @pytest.fixture
@@ -273,7 +279,7 @@ def test_bad_front_matter_is_skipped_and_reported(
 ) -> None:
     """A malformed doc is reported with file and line; the others are still indexed."""
     (kb_dir / "bad.md").write_text(text, encoding="utf-8")
-    kb = KnowledgeBase(kb_dir)
+    kb = KnowledgeBase(kb_dir, domains=DOMAINS)
     assert len(kb) == 4
     [problem] = kb.problems
     assert (problem.file, problem.line) == ("bad.md", line)
@@ -376,8 +382,21 @@ def test_shipped_kb_loads_cleanly(shipped: KnowledgeBase) -> None:
     assert shipped.problems == []
     assert len(shipped) >= 30
     per_domain = Counter(doc.domain for doc in map(shipped.get, shipped.ids()) if doc)
-    assert set(per_domain) == set(NINE_DOMAINS)
+    assert set(per_domain) == set(DOMAINS) and len(DOMAINS) == 9
     assert all(n >= 3 for n in per_domain.values()), per_domain
+
+
+@pytest.mark.parametrize(
+    ("domains", "indexed", "problems"),
+    [(None, 5, []), (("科", "气", "道"), 4, ["unknown domain '魔'; expected one of 科 气 道"])],
+)
+def test_the_valid_domains_are_the_deployments(
+    kb_dir: Path, domains: tuple[str, ...] | None, indexed: int, problems: list[str]
+) -> None:
+    """The KB keeps no domain list of its own: the caller's list decides, none accepts all."""
+    write_doc(kb_dir, "m.md", "kb:m-1", "魔术", "魔术史。" + FILLER, "魔")
+    kb = KnowledgeBase(kb_dir, domains=domains)
+    assert len(kb) == indexed and [p.message for p in kb.problems] == problems
 
 
 def test_shipped_kb_required_articles(shipped: KnowledgeBase) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,9 @@ from lingyi.council import MemoryCouncil
 from lingyi.guard import trace_lookup
 from lingyi.layer import ConstraintLayer
 from lingyi.ledger import Ledger
-from lingyi.models import Assertion, CheckResult, Fallback, OnFail, Stage
+from lingyi.models import Assertion, CheckResult, Fallback, OnFail, Principal, Stage
 from lingyi.policy import load_policies
+from tests.loopback import serving
 
 
 class Flag(CheckParams):
@@ -95,6 +95,98 @@ def test_stages_run_in_cost_order_and_all_run(tmp_path: Path) -> None:
     assert stages == [Stage.PRE_CHECK, Stage.BOUNDARY, Stage.FACT_VERIFICATION]
 
 
+def test_fallback_travels_typed_from_the_check_to_the_result(tmp_path: Path) -> None:
+    """The fallback a check offers is the result's fallback, typed, never round-tripped via dicts."""
+    layer = layer_with(tmp_path, entry("test.flag", "fact_verification", "fallback", passed=False))
+    result = layer.verify(Assertion(member="m", type="fact", content="x"), Ledger())
+    check = next(c for c in result.checks if c.code == "test.flag")
+    assert result.fallback == check.fallback == Fallback(kind="relabel", content="safe")
+    assert "fallback" not in check.detail
+
+
+TWO_MEMBERS = 'member = "{id}"\nname = "{name}"\naliases = ["{alias}"]\n'
+
+
+def two_member_layer(tmp_path: Path, language: str) -> ConstraintLayer:
+    folder = tmp_path / "validators"
+    folder.mkdir(exist_ok=True)
+    for member, name, alias in (("lingzhi", "灵知", "LingZhi"), ("lingflow", "灵通", "LingFlow")):
+        (folder / f"{member}.toml").write_text(
+            TWO_MEMBERS.format(id=member, name=name, alias=alias), encoding="utf-8"
+        )
+    return ConstraintLayer(load_policies(folder), MemoryCouncil(), language=language)
+
+
+BINDINGS = [
+    # (language, member spoken for, token's members, decision, failed codes, reason says)
+    ("en", "lingzhi", ("lingzhi",), "approved", [], "may speak for"),
+    ("en", "灵知", ("LingZhi",), "approved", [], "may speak for"),  # names resolve both sides
+    ("en", "lingzhi", (), "approved", [], "bound to no member"),
+    ("en", "LingFlow", ("lingzhi",), "rejected", ["auth.member_bound"], "may not speak for"),
+    ("en", "nobody", ("lingzhi",), "rejected", ["member.known", "auth.member_bound"], "unknown member"),
+    ("zh", "灵通", ("灵知",), "rejected", ["auth.member_bound"], "不能代表"),
+    ("zh", "灵知", ("灵知",), "approved", [], "可以代表"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lang", "member", "bound", "decision", "codes", "says"), BINDINGS)
+def test_a_token_speaks_only_for_its_members(
+    tmp_path: Path,
+    lang: str,
+    member: str,
+    bound: tuple[str, ...],
+    decision: str,
+    codes: list[str],
+    says: str,
+) -> None:
+    """auth.member_bound is a check of the layer: its verdict, reason and hint, zh and en."""
+    layer = two_member_layer(tmp_path, lang)
+    principal = Principal(name="desktop", members=bound)
+    assertion = Assertion(member=member, type="fact", content="x")
+    result = layer.verify(assertion, Ledger(), principal=principal)
+    assert result.decision.value == decision and result.failed_codes == codes
+    texts = " ".join(c.reason for c in result.checks)
+    assert says in texts and "desktop" in texts
+    if decision == "rejected":
+        assert result.recommendation
+
+
+def test_no_principal_runs_no_binding_check(tmp_path: Path) -> None:
+    """stdio, the CLI and replay authenticate nobody: no auth.member_bound in their results."""
+    result = two_member_layer(tmp_path, "en").verify(
+        Assertion(member="lingzhi", type="fact", content="x"), Ledger()
+    )
+    assert "auth.member_bound" not in [c.code for c in result.checks]
+    assert result.member == "lingzhi"
+
+
+def test_an_unbound_speaker_runs_none_of_the_members_checks(tmp_path: Path) -> None:
+    """A token refused for a member learns nothing from that member's checks: none run."""
+    layer = layer_with(tmp_path, entry("test.flag", "boundary", "reject", passed=False))
+    principal = Principal(name="other", members=("someone-else",))
+    result = layer.verify(
+        Assertion(member="m", type="fact", content="x"), Ledger(), principal=principal
+    )
+    assert [c.code for c in result.checks] == ["auth.member_bound"]
+
+
+def test_the_snapshot_given_is_the_one_that_decides_and_is_named(tmp_path: Path) -> None:
+    """One policy snapshot per request: its member and version are the result's."""
+    layer = layer_with(tmp_path, "")
+    before = layer.policies
+    (tmp_path / "validators" / "m.toml").write_text(
+        'member = "m"\nname = "M"\n' + entry("test.flag", "boundary", "reject", passed=False),
+        encoding="utf-8",
+    )
+    after = load_policies(tmp_path / "validators")
+    assertion = Assertion(member="M", type="fact", content="x")
+    old = layer.verify(assertion, Ledger(), policies=before)
+    new = layer.verify(assertion, Ledger(), policies=after)
+    assert (old.decision.value, old.policy_version, old.member) == ("approved", before.version, "m")
+    assert (new.decision.value, new.policy_version) == ("rejected", after.version)
+    assert before.version != after.version
+
+
 def test_judge_runs_only_after_every_deterministic_check_passed(tmp_path: Path) -> None:
     """The costly judge is never called after a deterministic failure."""
     calls: list[str] = []
@@ -124,10 +216,8 @@ def trace_server() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/traces"
-    server.shutdown()
+    with serving(Handler) as url:
+        yield url + "/traces"
 
 
 @pytest.mark.parametrize(("trace", "decision"), [("a" * 32, "approved"), ("b" * 32, "rejected")])

@@ -7,11 +7,15 @@ before the result comes back. A rejection is an ``isError`` result with the verd
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +26,17 @@ import jsonschema
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp_types import CallToolResult, ResourceTemplateReference
+from mcp_types import CallToolResult, LoggingMessageNotificationParams, ResourceTemplateReference
 
 from lingyi.config import Config, load_config
 from lingyi.demo import make_repo, write_config
+from lingyi.errors import ConfigError
 from lingyi.log import read_log, verify_chain
-from lingyi.server import GuardApp, build_server, recent_records
+from lingyi.models import AssertionType
+from lingyi.policy import Registries, input_schema, load_policies
+from lingyi.server import GuardApp, build_server, recent_records, tool_problems
+from lingyi.server.tools import own_tools
+from tests.conftest import SHIPPED_POLICIES
 
 TIMEOUT_S = 30.0
 
@@ -45,10 +54,26 @@ class Deployment:
         return load_config(self.config_path)
 
 
+@functools.cache
+def _template() -> Path:
+    """One real repository and bare origin per test run; each deployment gets a copy.
+
+    Making the repository takes a dozen git processes; copying it takes a millisecond, and
+    the suite makes dozens of deployments.
+    """
+    root = Path(tempfile.mkdtemp(prefix="lingyi-test-template-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    make_repo(root)
+    return root
+
+
 def deploy(root: Path, extra: str = "") -> Deployment:
     """Make the deployment under ``root``; ``extra`` is appended to its config file."""
-    root.mkdir(parents=True, exist_ok=True)
-    repo = make_repo(root)
+    template = _template()
+    shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True)
+    repo = root / "repos" / "council-app"
+    git_config = repo / ".git" / "config"  # the copy's origin is its own bare repository
+    git_config.write_text(git_config.read_text().replace(str(template), str(root)))
     log = root / "verification.jsonl"
     config = write_config(root, log)
     config.write_text(config.read_text(encoding="utf-8") + extra, encoding="utf-8")
@@ -73,7 +98,7 @@ def git(repo: Path, *args: str) -> str:
 Session = Callable[[Client], Awaitable[None]]
 
 
-def with_client(dep: Deployment, *bodies: Session) -> None:
+def with_client(dep: Deployment, *bodies: Session, **client: Any) -> None:
     """Run each body in its own in-process client connection (its own ledger session)."""
 
     async def main() -> None:
@@ -81,9 +106,9 @@ def with_client(dep: Deployment, *bodies: Session) -> None:
         try:
             server = build_server(app)
             for body in bodies:
-                async with Client(server) as client:
+                async with Client(server, **client) as client_:
                     with anyio.fail_after(TIMEOUT_S):
-                        await body(client)
+                        await body(client_)
         finally:
             app.close()
 
@@ -133,6 +158,297 @@ def test_tools_carry_truthful_annotations_and_output_schemas(
     assert listed.annotations.destructive_hint is destructive
     assert listed.output_schema and "properties" in listed.output_schema
     assert "bench_search_knowledge" not in seen  # the unguarded twin is benchmark-only
+
+
+# --- the published schemas: one per tool, from the policy ----------------------------------
+
+
+def listed_tools(dep: Deployment, **client: Any) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    async def body(c: Client) -> None:
+        seen.update({t.name: t for t in (await c.list_tools()).tools})
+
+    with_client(dep, body, **client)
+    return seen
+
+
+def test_tools_list_publishes_each_policys_own_schema(dep: Deployment) -> None:
+    """tools/list shows the policy's schema: the one tool.args_schema validates with."""
+    policies = load_policies(dep.config().validators_dir)
+    registries = Registries.of(policies, sorted(dep.config().raw.data_sources))
+    listed = listed_tools(dep)
+    for member in policies.members.values():
+        for name, spec in member.tools.items():
+            assert listed[name].input_schema == input_schema(spec, registries), name
+            assert listed[name].title == spec.title and spec.title, name
+            assert listed[name].annotations.open_world_hint is spec.open_world
+
+
+SCHEMA_FACTS = [
+    # (tool, argument, JSON Schema keyword, value the schema must carry)
+    ("search_knowledge", "limit", "minimum", 1),
+    ("search_knowledge", "limit", "maximum", 20),
+    ("search_knowledge", "domains", "items", {"type": "string", "enum": list("儒释道医武心哲科气")}),
+    ("search_knowledge", "query", "maxLength", 200),
+    ("access_data_source", "source", "enum", ["council_activity", "dataset_v3_labels", "experiment_logs"]),
+    ("generate_audit_report", "version", "pattern", r"^v\d+\.\d+(?:\.\d+)?$"),
+    ("git_branch", "name", "pattern", r"^(?:[A-Za-z0-9._/\-]+)$"),
+    ("verify_assertion", "type", "enum", ["fact", "action", "communication"]),
+    ("verification_stats", "days", "maximum", 366),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tool", "arg", "keyword", "value"), SCHEMA_FACTS)
+def test_tools_list_carries_enums_ranges_and_patterns(
+    dep: Deployment, tool: str, arg: str, keyword: str, value: Any
+) -> None:
+    """A model learns the valid values from tools/list: enums, ranges, patterns, no extras."""
+    schema = listed_tools(dep)[tool].input_schema
+    assert schema["properties"][arg][keyword] == value
+    assert schema["additionalProperties"] is False
+    assert all(p.get("description") for p in schema["properties"].values())
+
+
+@pytest.mark.parametrize(
+    "tool", ["verify_assertion", "screen_council_message", "post_council_message"]
+)
+def test_the_guards_own_tools_enumerate_the_members(dep: Deployment, tool: str) -> None:
+    """Member arguments list every id, display name and alias; member is required."""
+    schema = listed_tools(dep)[tool].input_schema
+    assert {"lingzhi", "灵知", "LingZhi", "lingyan"} <= set(schema["properties"]["member"]["enum"])
+    assert "member" in schema["required"]
+
+
+def test_the_guards_own_tool_file_agrees_with_the_models(dep: Deployment) -> None:
+    """guard_tools.toml lists every assertion type, and verify_assertion every policy tool."""
+    policies = load_policies(dep.config().validators_dir)
+    verify = own_tools(policies)["verify_assertion"]
+    assert verify.args["type"].values == [t.value for t in AssertionType]
+    assert set(verify.args["tool_name"].values or []) == {
+        t for m in policies.members.values() for t in m.tools
+    }
+
+
+# --- raw arguments: every call reaches the guard and the log ---------------------------------
+
+
+RAW_CALLS = [
+    # (language, arguments of search_knowledge, decision, what reason or recommendation says)
+    ("en", {"query": "气功", "limit": 3}, "approved", "checks passed"),
+    ("en", {"query": "气功", "domains": ["气"]}, "approved", "checks passed"),
+    ("en", {"query": "qigong", "limit": "lots"}, "rejected", "limit: must be of type integer"),
+    ("en", {"query": "qigong", "limit": 500}, "rejected", "limit must be between 1 and 20"),
+    ("en", {"query": "qigong", "limit": None}, "rejected", "limit: must be of type integer"),
+    ("en", {"query": "qigong", "colour": "red"}, "rejected", "valid arguments: query, domains, limit"),
+    ("en", {"query": "qigong", "domains": ["魔"]}, "rejected", "each item of domains must be one of: 儒"),
+    ("en", {"limit": 3}, "rejected", "query: required"),
+    ("zh", {"query": "气功", "limit": 3}, "approved", "检查通过"),
+    ("zh", {"query": "qigong", "limit": "lots"}, "rejected", "limit：类型必须是 integer"),
+    ("zh", {"query": "qigong", "colour": "red"}, "rejected", "colour：未知参数"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lang", "args", "decision", "says"), RAW_CALLS)
+def test_raw_arguments_are_verified_logged_and_answered(
+    tmp_path: Path, lang: str, args: dict[str, Any], decision: str, says: str
+) -> None:
+    """The SDK does not pre-validate or coerce: the guard sees, logs and judges the raw call."""
+    dep = deploy(tmp_path / "deploy")
+    text = dep.config_path.read_text(encoding="utf-8")
+    dep.config_path.write_text(text.replace('language = "zh"', f'language = "{lang}"'))
+    out: list[CallToolResult] = []
+
+    async def body(client: Client) -> None:
+        out.append(await client.call_tool("search_knowledge", args))
+
+    with_client(dep, body)
+    found = verdict(out[0])
+    assert found["decision"] == decision and out[0].is_error is (decision == "rejected")
+    assert says in f"{found['reason']} {found.get('recommendation')}"
+    [record] = [line.record for line in read_log(dep.log) if line.record]
+    assert record["id"] == found["verification_id"]
+    assert record["tool_call"]["arguments"] == args  # exactly as sent: nothing coerced or dropped
+    if decision == "rejected":
+        assert "tool.args_schema" in found["codes"]
+
+
+OWN_BAD = [
+    # (tool, arguments, what the recommendation names)
+    ("verify_assertion", {"member": "lingyi", "type": "opinion", "content": "x"}, "fact, action, communication"),
+    ("verify_assertion", {"member": "lingyi", "type": "fact", "evidence_ids": "kb:1"}, "evidence_ids"),
+    ("verify_assertion", {"type": "fact", "content": "x"}, "member"),
+    ("screen_council_message", {"member": "lingyi"}, "content"),
+    ("post_council_message", {"member": "lingyi", "content": "hi", "urgent": True}, "urgent"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tool", "args", "names"), OWN_BAD)
+def test_arguments_that_form_no_assertion_are_refused_in_our_words(
+    dep: Deployment, tool: str, args: dict[str, Any], names: str
+) -> None:
+    """The guard's own tools refuse malformed calls with the valid values; nothing is logged."""
+    out: list[CallToolResult] = []
+
+    async def body(client: Client) -> None:
+        out.append(await client.call_tool(tool, args))
+
+    with_client(dep, body)
+    found = verdict(out[0])
+    assert (
+        out[0].is_error
+        and found["decision"] == "rejected"
+        and found["codes"] == ["tool.args_schema"]
+    )
+    assert (
+        found["verification_id"] is None and names in f"{found['reason']} {found['recommendation']}"
+    )
+    assert "pydantic" not in out[0].content[0].text  # type: ignore[union-attr]
+    assert not dep.log.exists() or not dep.log.read_text()
+
+
+JUDGED_BY_THE_GUARD = [
+    ({"member": "nobody", "type": "fact", "content": "hello"}, "member.known"),
+    ({"member": "lingflow", "type": "action", "tool_name": "rm_rf", "tool_arguments": {}}, "tool.owned"),
+    ({"member": "lingflow", "type": "action", "tool_name": "git_branch", "tool_arguments": {"name": 7}}, "tool.args_schema"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "code"), JUDGED_BY_THE_GUARD)
+def test_members_and_tools_named_are_judged_and_logged_by_the_guard(
+    dep: Deployment, args: dict[str, Any], code: str
+) -> None:
+    """An unknown member or tool in verify_assertion is a logged verdict, not a schema refusal."""
+    out: list[CallToolResult] = []
+
+    async def body(client: Client) -> None:
+        out.append(await client.call_tool("verify_assertion", args))
+
+    with_client(dep, body)
+    found = verdict(out[0])
+    assert out[0].is_error and code in found["codes"]
+    [record] = [line.record for line in read_log(dep.log) if line.record]
+    assert record["id"] == found["verification_id"]
+
+
+# --- served tools and policy tools must match ------------------------------------------------
+
+
+def own_policies(dep: Deployment) -> Path:
+    """Give the deployment its own copy of the shipped policies (to edit in a test)."""
+    folder = dep.root / "validators"
+    shutil.copytree(SHIPPED_POLICIES, folder)
+    text = dep.config_path.read_text(encoding="utf-8")
+    dep.config_path.write_text(text.replace(str(SHIPPED_POLICIES), str(folder)), encoding="utf-8")
+    return folder
+
+
+def _edit(folder: Path, file: str, old: str, new: str) -> None:
+    path = folder / file
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+QUERY_TRACES = '[tools.query_traces]\nargs.service = { type = "string", required = true }\n\n[tools.git_commit]'
+MISMATCHES = [
+    # (file, text, replacement, fragments the error names)
+    ("lingflow.toml", "[tools.git_commit]", QUERY_TRACES, ["lingflow.toml: tools.query_traces", "no implementation"]),
+    ("lingresearch.toml", "[tools.access_data_source]", "[tools.access_data]", ["lingresearch.toml: tools.access_data", "access_data_source: served, but no member policy declares it"]),
+    ("lingzhi.toml", "[tools.search_knowledge.args.limit]", '[tools.search_knowledge.args.colour]\ntype = "string"\n\n[tools.search_knowledge.args.limit]', ["tools.search_knowledge.args.colour", "reads no argument 'colour'"]),
+    ("lingzhi.toml", "required = true\nmin_length = 1", "required = false\nmin_length = 1", ["args.query", "mark it required"]),
+    ("lingyi.toml", "tools = {}", '[tools.verify_assertion]\ndescription = "mine"', ["lingyi.toml: tools.verify_assertion", "guard's own tools"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("file", "old", "new", "fragments"), MISMATCHES)
+def test_policy_tools_and_served_tools_must_match_at_start(
+    dep: Deployment, file: str, old: str, new: str, fragments: list[str]
+) -> None:
+    """A policy tool nothing serves, or a served tool no policy owns, stops the server."""
+    _edit(own_policies(dep), file, old, new)
+    app = GuardApp(dep.config())
+    try:
+        with pytest.raises(ConfigError) as info:
+            build_server(app)
+    finally:
+        app.close()
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_the_shipped_policies_match_the_served_tools(dep: Deployment) -> None:
+    """The shipped policies and the implementations agree (query_traces left the policy)."""
+    assert tool_problems(load_policies(dep.config().validators_dir)) == []
+
+
+def test_a_policy_reload_republishes_the_schema(dep: Deployment) -> None:
+    """tools/list follows the policies: an edited range is published after the reload."""
+    folder = own_policies(dep)
+    maxima: list[int] = []
+
+    async def limit_max(client: Client) -> None:
+        tools = (await client.list_tools()).tools
+        search = next(t for t in tools if t.name == "search_knowledge")
+        maxima.append(search.input_schema["properties"]["limit"]["maximum"])
+
+    async def body(client: Client) -> None:
+        await limit_max(client)
+        _edit(folder, "lingzhi.toml", "max = 20", "max = 10")
+        await anyio.sleep(1.1)  # the policy store looks for changes once a second
+        await limit_max(client)
+
+    with_client(dep, body)
+    assert maxima == [20, 10]
+
+
+# --- the MCP logging capability ----------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings(
+    "ignore:The logging capability is deprecated"
+)  # 2025-11-25 clients use it
+def test_verdicts_reach_the_clients_log_at_the_level_it_set(dep: Deployment) -> None:
+    """logging/setLevel is served; each verdict is a log message, filtered by that level."""
+    logs: list[tuple[str, str]] = []
+    caps: list[Any] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logs.append((params.level, params.data["decision"]))
+
+    async def body(client: Client) -> None:
+        caps.append(client.server_capabilities.logging)
+        await client.call_tool("search_knowledge", {"query": "气功"})  # info: below the default
+        await client.call_tool("search_knowledge", {"query": "失眠吃什么药"})  # warning
+        await client.set_logging_level("info")
+        await client.call_tool("search_knowledge", {"query": "气功"})
+        await client.set_logging_level("error")
+        await client.call_tool("search_knowledge", {"query": "失眠吃什么药"})
+
+    with_client(dep, body, mode="legacy", logging_callback=on_log)
+    assert caps[0] is not None
+    assert logs == [("warning", "rejected"), ("info", "approved")]
+
+
+@pytest.mark.parametrize(
+    ("level", "expected"),
+    [(None, []), ("info", ["approved", "rejected"]), ("warning", ["rejected"])],
+)
+def test_modern_clients_opt_in_per_request(
+    dep: Deployment, level: str | None, expected: list[str]
+) -> None:
+    """On 2026-07-28 connections only a request that opted in (and at its level) gets logs."""
+    logs: list[str] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logs.append(params.data["decision"])
+
+    async def body(client: Client) -> None:
+        await client.call_tool("search_knowledge", {"query": "气功"})
+        await client.call_tool("search_knowledge", {"query": "失眠吃什么药"})
+
+    with_client(dep, body, logging_callback=on_log, log_level=level)
+    assert logs == expected
 
 
 # --- decisions through the server ----------------------------------------------------------
@@ -206,7 +522,8 @@ def test_every_result_conforms_to_its_output_schema(dep: Deployment) -> None:
 
 
 def test_rejected_commit_never_runs_and_approved_commit_is_real(dep: Deployment) -> None:
-    """A rejected git_commit leaves HEAD alone; an approved one makes a real commit."""
+    """A rejected git_commit leaves HEAD alone; an approved one makes a real commit, authored
+    by the member that owns the tool."""
     before = git(dep.repo, "rev-parse", "HEAD")
     out: list[CallToolResult] = []
 
@@ -221,6 +538,8 @@ def test_rejected_commit_never_runs_and_approved_commit_is_real(dep: Deployment)
     assert out[0].is_error and "tool.args_schema" in verdict(out[0])["codes"]
     sha = (out[1].structured_content or {})["result"]["sha"]
     assert git(dep.repo, "rev-parse", "HEAD") == sha != before
+    # The author is the member that owns git_commit, as its policy names it: nothing hard-coded.
+    assert git(dep.repo, "log", "-1", "--format=%an <%ae>") == "灵通 <lingflow@council.local>"
 
 
 def test_nothing_to_commit_is_a_backend_refusal(dep: Deployment) -> None:
@@ -505,38 +824,20 @@ def test_member_names_complete_for_the_policy_resource(dep: Deployment) -> None:
     assert set(got[2]) == {"LingYi", "LingYan", "lingyi", "lingyan"}  # prefixes match any case
 
 
-def test_stats_tool_and_weekly_report_when_installed(dep: Deployment) -> None:
-    """verification_stats and lingyi://report/weekly exist when their modules do."""
-    stats = _installed("lingyi.stats", "stats_for")
-    report = _installed("lingyi.report", "weekly_report_markdown")
-    if not (stats or report):
-        pytest.skip("neither lingyi.stats nor lingyi.report is installed yet")
+def test_stats_tool_and_weekly_report(dep: Deployment) -> None:
+    """verification_stats gives the figures (member by any name); the weekly report reads."""
     out: dict[str, Any] = {}
 
     async def body(client: Client) -> None:
         await client.call_tool("search_knowledge", {"query": "气功"})
-        names = {t.name for t in (await client.list_tools()).tools}
-        out["names"] = names
-        if stats:
-            out["stats"] = await client.call_tool("verification_stats", {"days": 7})
-        if report:
-            out["report"] = (await client.read_resource("lingyi://report/weekly")).contents[0]
+        out["stats"] = await client.call_tool("verification_stats", {"days": 7, "member": "灵知"})
+        out["bad"] = await client.call_tool("verification_stats", {"days": 0})
+        out["report"] = (await client.read_resource("lingyi://report/weekly")).contents[0]
 
     with_client(dep, body)
-    if stats:
-        assert "verification_stats" in out["names"] and not out["stats"].is_error
-        assert out["stats"].structured_content
-    if report:
-        assert out["report"].text.strip()
-
-
-def _installed(module: str, name: str) -> bool:
-    import importlib
-
-    try:
-        return hasattr(importlib.import_module(module), name)
-    except ImportError:
-        return False
+    assert not out["stats"].is_error and out["stats"].structured_content
+    assert out["bad"].is_error and "days" in out["bad"].structured_content["recommendation"]
+    assert out["report"].text.strip()
 
 
 # --- stdio subprocess ------------------------------------------------------------------------
@@ -549,7 +850,8 @@ def serve_params(dep: Deployment, *extra: str) -> StdioServerParameters:
 
 
 def test_stdio_subprocess_serves_guarded_tools(dep: Deployment) -> None:
-    """`lingyi serve` over stdio: protocol on stdout, a guarded search and a rejection work."""
+    """`lingyi serve` over stdio: protocol on stdout; a search, a rejection and an invalid
+    argument each come back as a verdict and are in the log."""
     out: list[CallToolResult] = []
 
     async def main() -> None:
@@ -559,10 +861,14 @@ def test_stdio_subprocess_serves_guarded_tools(dep: Deployment) -> None:
                 out.append(
                     await client.call_tool("search_knowledge", {"query": "头痛应该开什么药"})
                 )
+                out.append(
+                    await client.call_tool("search_knowledge", {"query": "气功", "limit": 500})
+                )
 
     anyio.run(main)
-    assert [verdict(r)["decision"] for r in out] == ["approved", "rejected"]
-    assert verify_chain(dep.log).records == 2
+    assert [verdict(r)["decision"] for r in out] == ["approved", "rejected", "rejected"]
+    assert verdict(out[2])["codes"] == ["tool.args_schema"]
+    assert verify_chain(dep.log).records == 3
 
 
 def _server_pid(config: Path) -> int:

@@ -6,7 +6,10 @@ bound to; a foreign Origin and a bad Host are refused (DNS-rebinding protection)
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,10 +22,11 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, LoggingMessageNotificationParams
 
 from lingyi.config import load_config
 from lingyi.errors import ConfigError
+from lingyi.log import read_log
 from lingyi.server import GuardApp, http_app, transport_security
 from tests.test_server import Deployment, deploy, verdict
 
@@ -71,10 +75,10 @@ async def running(dep: Deployment) -> AsyncIterator[str]:
     app.close()
 
 
-def client(url: str, token: str | None, mode: str = "auto") -> Client:
+def client(url: str, token: str | None, mode: str = "auto", **options: Any) -> Client:
     headers = {"Authorization": f"Bearer {token}"} if token else None
     transport = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
-    return Client(transport, mode=mode)
+    return Client(transport, mode=mode, **options)
 
 
 Body = Callable[[str], Awaitable[None]]
@@ -201,3 +205,68 @@ def test_non_loopback_without_tokens_is_refused(tmp_path: Path) -> None:
     assert "127.0.0.1:9000" in security.allowed_hosts and "10.0.0.5:9000" in security.allowed_hosts
     assert "http://localhost:9000" in security.allowed_origins
     assert security.enable_dns_rebinding_protection
+
+
+@pytest.mark.filterwarnings(
+    "ignore:The logging capability is deprecated"
+)  # 2025-11-25 clients use it
+def test_http_raw_arguments_are_logged_and_verdicts_reach_the_clients_log(dep: Deployment) -> None:
+    """Over HTTP too: an invalid argument is a logged verdict, and the client's log hears it."""
+    out: list[CallToolResult] = []
+    logs: list[tuple[str, str]] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logs.append((params.level, params.data["verification_id"]))
+
+    async def body(url: str) -> None:
+        async with client(url, "tok-desktop", "legacy", logging_callback=on_log) as mcp:
+            await mcp.set_logging_level("info")
+            out.append(await mcp.call_tool("search_knowledge", {"query": "气功", "limit": "lots"}))
+            out.append(await mcp.call_tool("search_knowledge", {"query": "气功"}))
+
+    with_server(dep, body)
+    found = [verdict(r) for r in out]
+    assert out[0].is_error and found[0]["codes"] == ["tool.args_schema"]
+    logged = [line.record["id"] for line in read_log(dep.log) if line.record]
+    assert logged == [v["verification_id"] for v in found]
+    assert logs == [("warning", logged[0]), ("info", logged[1])]
+
+
+def test_serve_http_says_where_it_listens_on_stderr(dep: Deployment) -> None:
+    """`lingyi serve --http` prints its URL, config, log and number of tokens on stderr."""
+    port = free_port()
+    args = [
+        "-m",
+        "lingyi",
+        "--config",
+        str(dep.config_path),
+        "serve",
+        "--http",
+        "--port",
+        str(port),
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("LINGYI_LOG", "LINGYI_CONFIG")}
+    proc = subprocess.Popen(
+        [sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
+    try:
+        lines = _stderr_until(proc, "tokens:")
+    finally:
+        proc.terminate()
+        stdout, _ = proc.communicate(timeout=TIMEOUT_S)
+    text = "".join(lines)
+    assert f"http://127.0.0.1:{port}/mcp" in text
+    assert str(dep.config_path) in text and str(dep.log) in text
+    assert "tokens: 2" in text  # desktop's token and flow's from its environment variable
+    assert stdout == ""
+
+
+def _stderr_until(proc: subprocess.Popen[str], marker: str) -> list[str]:
+    """stderr lines up to the first holding ``marker`` (fails if the server exits first)."""
+    lines: list[str] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        lines.append(line)
+        if marker in line:
+            return lines
+    raise AssertionError("the server exited before it said where it listens:\n" + "".join(lines))

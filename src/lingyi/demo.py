@@ -80,6 +80,8 @@ def _script(repo: str) -> list[Step]:
              "approved", "the relayed message now matches the record"),
         Step("out-of-bounds action", "search_knowledge", {"query": "失眠吃什么药"}, "rejected",
              "灵知 asked for medication advice"),
+        Step("out-of-bounds action", "search_knowledge", {"query": "气功", "limit": 500},
+             "rejected", "灵知 asks for 500 hits (its schema says 1-20)"),
         Step("out-of-bounds action", "git_commit",
              {"repo_path": "../../etc", "message": "sneaky commit"}, "rejected",
              "灵通 commits outside the repo roots"),
@@ -274,6 +276,6 @@ def _print_summary(rows: list[Row], log: Path, kept: Path | None) -> None:
     counts = {d: sum(r.decision == d for r in rows) for d in ("approved", "rejected", "fallback")}
     out.write(", ".join(f"{n} {d}" for d, n in counts.items()) + f" of {len(rows)} calls\n")
     out.write(f"verification log: {log}\n")
-    out.write(f"check its hash chain:  lingyi log verify --log {log}\n")
+    out.write(f"check its hash chain:  lingyi log verify {log}\n")
     if kept:
         out.write(f"demo files (repository, council record): {kept}\n")

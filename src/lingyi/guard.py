@@ -1,12 +1,14 @@
 """The guard as one object: layer + log, built from a config.
 
 ``Guard.check(assertion, ledger)`` verifies and appends the log record before returning,
-which is what the server, the CLI and replay all need.
+which is what the server, the CLI and replay all need: the guard owns verify → log for
+every path, so no caller decides or writes the log itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Unpack
 
 import httpx
 
@@ -14,11 +16,11 @@ from lingyi.backends.kb import KnowledgeBase
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
-from lingyi.layer import ConstraintLayer, Judge
+from lingyi.layer import ConstraintLayer, Judge, Scope
 from lingyi.ledger import Ledger
 from lingyi.log import VerificationLog, verification_record
 from lingyi.models import Assertion, Evidence, VerificationResult
-from lingyi.policy import PolicyStore
+from lingyi.policy import PolicySet, PolicyStore
 
 
 def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:
@@ -51,6 +53,17 @@ def services_from(config: Config, lookups: dict[str, Lookup] | None = None) -> S
     )
 
 
+KB_TOOL = "search_knowledge"  # the tool the knowledge base serves; its domains are the KB's
+
+
+def kb_domains(policies: PolicySet) -> list[str] | None:
+    """The knowledge base's domains: the ``domains`` values of the tool that searches it
+    (灵知's policy), so the KB keeps no list of its own. None: any domain."""
+    owner = policies.tool_owner(KB_TOOL)
+    spec = owner.tools[KB_TOOL].args.get("domains") if owner else None
+    return spec.values if spec else None
+
+
 def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:
     """Active verification against the knowledge base (opened on first use)."""
 
@@ -58,12 +71,6 @@ def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:
         return [hit.to_evidence() for hit in kb().search(query, limit)]
 
     return search
-
-
-def found_evidence(result: VerificationResult) -> list[Evidence]:
-    """What checks looked up themselves (active verification), to record as evidence."""
-    found = (c.detail.get("found") or [] for c in result.checks if c.passed)
-    return [Evidence.model_validate(item) for items in found for item in items]
 
 
 def _judge(config: Config) -> Judge | None:
@@ -101,18 +108,20 @@ class Guard:
             layer, VerificationLog(config.log_path, fsync=config.raw.log.fsync), source=source
         )
 
-    def check(self, assertion: Assertion, ledger: Ledger) -> VerificationResult:
-        """Verify, log, and record what an active lookup found as this session's evidence."""
-        result = self.layer.verify(assertion, ledger)
-        member = self.member_id(assertion)
-        self.log.append(verification_record(assertion, result, self.source, member))
-        if found := found_evidence(result):
-            ledger.record(assertion.session, member or assertion.member, "lookup", {}, found)
-        return result
+    def check(
+        self, assertion: Assertion, ledger: Ledger, **scope: Unpack[Scope]
+    ) -> VerificationResult:
+        """Verify, log, and record what an active lookup found as this session's evidence.
 
-    def member_id(self, assertion: Assertion) -> str | None:
-        member = self.layer.policies.resolve(assertion.member)
-        return member.id if member else None
+        Every path goes through here: a tool call, a bare assertion, a council post, a token
+        speaking for a member it is not bound to (``auth.member_bound``, a check like any
+        other). ``scope`` is the request's policy snapshot and principal (see ``Scope``).
+        """
+        result = self.layer.verify(assertion, ledger, **scope)
+        self.log.append(verification_record(assertion, result, self.source, result.member))
+        if found := result.found:
+            ledger.record(assertion.session, result.member or assertion.member, "lookup", {}, found)
+        return result
 
     def close(self) -> None:
         self.log.close()

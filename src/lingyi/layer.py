@@ -1,5 +1,8 @@
-"""The constraint layer: stages in cost order, then the decision engine.
+"""The constraint layer: who is speaking, stages in cost order, then the decision engine.
 
+Before any policy of the member runs, two identity checks no policy can switch off:
+``member.known`` and, when a transport authenticated the caller, ``auth.member_bound`` (a
+token speaks only for its members). If either fails, none of the member's checks run.
 Every deterministic stage runs, so all violations are reported at once. The judge (an
 optional, costly second opinion) runs only when every deterministic check passed. A
 check that raises is a failure (fail closed). Decision: any failed ``reject`` check →
@@ -11,10 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypedDict, Unpack
 
 import structlog
 
+from lingyi import messages
 from lingyi._ids import new_id
 from lingyi.checks import REGISTRY, CheckContext, Outcome
 from lingyi.checks._registry import Services
@@ -24,16 +28,25 @@ from lingyi.models import (
     Assertion,
     CheckResult,
     Decision,
-    Fallback,
     OnFail,
+    Principal,
     Stage,
     VerificationResult,
 )
-from lingyi.policy import CheckEntry, PolicySet, PolicyStore
+from lingyi.policy import CheckEntry, MemberPolicy, PolicySet, PolicyStore
 
 log = structlog.get_logger()
 
 MANDATORY_TOOL_CHECKS = ("tool.owned", "tool.args_schema", "tool.path_allowed")
+CODE_BOUND = "auth.member_bound"
+
+
+class Scope(TypedDict, total=False):
+    """What one request verifies under: its policy snapshot, and who the transport
+    authenticated. Both optional: the current policies, and nobody (stdio, CLI, replay)."""
+
+    policies: PolicySet | None
+    principal: Principal | None
 
 
 class Judge(Protocol):
@@ -66,26 +79,31 @@ class ConstraintLayer:
         store = self._policies
         return store.current() if isinstance(store, PolicyStore) else store
 
-    def verify(self, assertion: Assertion, ledger: Ledger) -> VerificationResult:
+    def verify(
+        self, assertion: Assertion, ledger: Ledger, **scope: Unpack[Scope]
+    ) -> VerificationResult:
+        """Verify against one policy snapshot: ``scope["policies"]``, or the current set.
+
+        The member is resolved once, in that snapshot, and the result names the member and the
+        policy version that decided, so a reload mid-request cannot log a version that did not.
+        ``scope["principal"]`` is who the transport authenticated (an HTTP token), checked by
+        ``auth.member_bound`` before anything of the member's policy runs.
+        """
         started = time.perf_counter()
-        policies = self.policies
-        member = policies.resolve(assertion.member)
-        if member is None:
-            checks = [self._unknown_member(assertion, policies)]
-        else:
+        snapshot = scope.get("policies") or self.policies
+        principal = scope.get("principal")
+        member = snapshot.resolve(assertion.member)
+        checks = identity_checks(assertion, member, snapshot, principal, self.language)
+        if member is not None and not any(c.blocking for c in checks):
+            lang = member.language or self.language
             ctx = CheckContext(
-                assertion,
-                member,
-                policies,
-                ledger,
-                self.council,
-                self.services,
-                member.language or self.language,
+                assertion, member, snapshot, ledger, self.council, self.services, lang
             )
-            checks = self._run(ctx)
+            checks += self._run(ctx)
         result = decide(assertion, checks, self.language)
         result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
-        result.policy_version = policies.version
+        result.policy_version = snapshot.version
+        result.member = member.id if member else None
         return result
 
     def _run(self, ctx: CheckContext) -> list[CheckResult]:
@@ -123,19 +141,81 @@ class ConstraintLayer:
         ]
         return settled + ([verdict] if verdict else [])
 
-    def _unknown_member(self, assertion: Assertion, policies: PolicySet) -> CheckResult:
-        known = ", ".join(sorted(policies.members))
-        zh = self.language == "zh"
-        return CheckResult(
-            stage=Stage.PRE_CHECK,
-            code="member.known",
-            passed=False,
-            on_fail=OnFail.REJECT,
-            reason=f"未知成员 {assertion.member!r}"
-            if zh
-            else f"unknown member {assertion.member!r}",
-            recommendation=(f"可用成员：{known}" if zh else f"known members: {known}"),
+
+# --- who is speaking: checks that run before any policy of the member ----------------------
+
+
+def identity_checks(
+    assertion: Assertion,
+    member: MemberPolicy | None,
+    policies: PolicySet,
+    principal: Principal | None,
+    lang: str,
+) -> list[CheckResult]:
+    """``member.known`` (only when it fails) and ``auth.member_bound`` (whenever a transport
+    authenticated the caller). No policy lists them and none can switch them off."""
+    checks = [] if member is not None else [_unknown_member(assertion, policies, lang)]
+    if principal is not None:
+        checks.append(member_bound(assertion, member, policies, principal, lang))
+    return checks
+
+
+def _identity_result(
+    code: str, passed: bool, reason: str, recommendation: str | None = None
+) -> CheckResult:
+    return CheckResult(
+        stage=Stage.PRE_CHECK,
+        code=code,
+        passed=passed,
+        on_fail=OnFail.REJECT,
+        reason=reason,
+        recommendation=recommendation,
+    )
+
+
+def _unknown_member(assertion: Assertion, policies: PolicySet, lang: str) -> CheckResult:
+    known = ", ".join(sorted(policies.members))
+    return _identity_result(
+        "member.known",
+        False,
+        messages.text(lang, "member.known.fail", member=repr(assertion.member)),
+        messages.text(lang, "member.known.hint", members=known),
+    )
+
+
+def member_bound(
+    assertion: Assertion,
+    member: MemberPolicy | None,
+    policies: PolicySet,
+    principal: Principal,
+    lang: str,
+) -> CheckResult:
+    """A token bound to members may speak only for them; an unbound token for anyone."""
+    bound = sorted({_canonical(policies, name) for name in principal.members})
+    speaker = member.id if member else _canonical(policies, assertion.member)
+    values = {"token": repr(principal.name), "member": repr(assertion.member)}
+    if not bound:
+        return _identity_result(
+            CODE_BOUND, True, messages.text(lang, "auth.member_bound.unbound", **values)
         )
+    if speaker in bound:
+        return _identity_result(
+            CODE_BOUND, True, messages.text(lang, "auth.member_bound.ok", **values)
+        )
+    return _identity_result(
+        CODE_BOUND,
+        False,
+        messages.text(lang, "auth.member_bound.fail", **values),
+        messages.text(lang, "auth.member_bound.hint", members=", ".join(bound)),
+    )
+
+
+def _canonical(policies: PolicySet, name: str) -> str:
+    resolved = policies.resolve(name)
+    return resolved.id if resolved else name.strip().lower()
+
+
+# --- the member's policy: stages of checks -------------------------------------------------
 
 
 def _entries(ctx: CheckContext, stage: Stage) -> Iterable[CheckEntry]:
@@ -164,18 +244,17 @@ def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
     except Exception as exc:  # any bug in a check must fail closed
         log.exception("check raised", check=entry.check)
         outcome = _raised(ctx, entry, exc)
-    detail = dict(outcome.detail)
-    if outcome.fallback is not None:
-        detail["fallback"] = outcome.fallback.model_dump(mode="json")
     result = CheckResult(
         stage=entry.stage,
         code=entry.check,
         passed=outcome.passed,
         reason=outcome.reason,
-        detail=detail,
+        detail=dict(outcome.detail),
         on_fail=entry.on_fail,
         recommendation=outcome.recommendation,
         degraded=outcome.degraded,
+        fallback=outcome.fallback,
+        found=list(outcome.found),
         uncertain=outcome.uncertain,
     )
     return _on_uncertain(result, entry) if outcome.uncertain else result
@@ -203,7 +282,7 @@ def _settled(result: CheckResult, **update: object) -> CheckResult:
 
 def _raised(ctx: CheckContext, entry: CheckEntry, exc: Exception) -> Outcome:
     passed = entry.on_error == "pass"
-    reason = ctx.msg("check.raised", error=f"{type(exc).__name__}: {exc}")
+    reason = messages.text(ctx.lang, "layer.raised", error=f"{type(exc).__name__}: {exc}")
     return Outcome(passed, reason, detail={"error": repr(exc)}, degraded=True)
 
 
@@ -212,7 +291,7 @@ def decide(assertion: Assertion, checks: list[CheckResult], language: str) -> Ve
     failed = [c for c in checks if c.blocking]
     rejects = [c for c in failed if c.on_fail is OnFail.REJECT]
     fallbacks = [c for c in failed if c.on_fail is OnFail.FALLBACK]
-    offered = next((f for c in fallbacks if (f := _fallback_of(c))), None)
+    offered = next((c.fallback for c in fallbacks if c.fallback is not None), None)
     if rejects or (fallbacks and offered is None):
         decision, blamed = Decision.REJECTED, rejects or fallbacks
     elif fallbacks:
@@ -230,20 +309,11 @@ def decide(assertion: Assertion, checks: list[CheckResult], language: str) -> Ve
     )
 
 
-def _fallback_of(check: CheckResult) -> Fallback | None:
-    raw = check.detail.get("fallback")
-    return Fallback.model_validate(raw) if raw else None
-
-
 def _reason(
     decision: Decision, blamed: list[CheckResult], checks: list[CheckResult], language: str
 ) -> str:
     if decision is Decision.APPROVED:
-        return (
-            f"全部 {len(checks)} 项检查通过"
-            if language == "zh"
-            else f"all {len(checks)} checks passed"
-        )
+        return messages.text(language, "layer.approved", count=len(checks))
     return _join(f"[{c.code}] {c.reason}" for c in blamed) or ""
 
 

@@ -67,21 +67,15 @@ class Assertion(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
 
 
-class CheckResult(BaseModel):
-    stage: Stage
-    code: str
-    passed: bool
-    reason: str = ""
-    detail: dict[str, Any] = Field(default_factory=dict)
-    on_fail: OnFail = OnFail.REJECT
-    recommendation: str | None = None
-    degraded: bool = False
-    uncertain: bool = False  # the check could not decide; its on_uncertain did
+class Principal(BaseModel):
+    """Who a transport authenticated (an HTTP bearer token): its name and the members it
+    may speak for. No principal (stdio, the CLI, replay) and a token bound to no member
+    both speak for anyone."""
 
-    @property
-    def blocking(self) -> bool:
-        """A failure that changes the decision (warn failures are only logged)."""
-        return not self.passed and self.on_fail is not OnFail.WARN
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    members: tuple[str, ...] = ()
 
 
 class Fallback(BaseModel):
@@ -93,6 +87,27 @@ class Fallback(BaseModel):
     note: str = ""
 
 
+class CheckResult(BaseModel):
+    stage: Stage
+    code: str
+    passed: bool
+    reason: str = ""
+    detail: dict[str, Any] = Field(default_factory=dict)
+    on_fail: OnFail = OnFail.REJECT
+    recommendation: str | None = None
+    degraded: bool = False
+    fallback: Fallback | None = None  # what this check offers instead, when it failed
+    found: list[Evidence] = Field(
+        default_factory=list, description="what an active lookup of this check found"
+    )
+    uncertain: bool = False  # the check could not decide; its on_uncertain did
+
+    @property
+    def blocking(self) -> bool:
+        """A failure that changes the decision (warn failures are only logged)."""
+        return not self.passed and self.on_fail is not OnFail.WARN
+
+
 class VerificationResult(BaseModel):
     id: str
     assertion_id: str | None = None
@@ -102,8 +117,14 @@ class VerificationResult(BaseModel):
     recommendation: str | None = None
     fallback: Fallback | None = None
     latency_ms: float = 0.0
-    policy_version: str = ""
+    policy_version: str = ""  # the version of the policy snapshot that decided
+    member: str | None = None  # the canonical id of the member that decided (None: unknown)
 
     @property
     def failed_codes(self) -> list[str]:
         return [c.code for c in self.checks if not c.passed]
+
+    @property
+    def found(self) -> list[Evidence]:
+        """What passing checks looked up themselves (active verification): session evidence."""
+        return [e for c in self.checks if c.passed for e in c.found]

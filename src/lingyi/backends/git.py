@@ -1,6 +1,6 @@
-"""Git backend for 灵通 (LingFlow): the real operations behind the guarded git tools.
+"""Git backend: the real operations behind the guarded git tools.
 
-No guard logic lives here: the constraint layer decides whether an operation may run.
+No guard logic and no member names live here: the constraint layer decides whether an operation may run.
 This module is still the last line before the repository, so it refuses unsafe states
 on its own (detached HEAD, mid-merge or mid-rebase, paths escaping the repo, force pushes
 to protected branches) and raises ``BackendError`` with a message naming what was wrong.
@@ -281,10 +281,13 @@ def commit(
     *,
     paths: Sequence[str] | None = None,
     add_all: bool = False,
-    author_name: str = "LingFlow",
-    author_email: str = "lingflow@council.local",
+    author: git.Actor | None = None,
 ) -> CommitResult:
-    """Stage ``paths`` (or everything with ``add_all``) and commit on the current branch."""
+    """Stage ``paths`` (or everything with ``add_all``) and commit on the current branch.
+
+    ``author`` (also the committer) is who the caller says does the work, e.g. the member that
+    owns the tool; None is the identity git itself is configured with for this repository.
+    """
     if not message.strip():
         raise BackendError("commit message is empty")
     state = repo_state(repo)
@@ -293,7 +296,7 @@ def commit(
     index = repo.index  # a fresh read: `git add` above changed the file on disk
     if not _has_staged(repo, index, state.head_sha):
         raise BackendError(f"{state.path}: nothing to commit on {branch}")
-    actor = git.Actor(author_name, author_email)
+    actor = author or git.Actor.committer(repo.config_reader())
     new = _write_commit(repo, index, message, state.head_sha, actor)
     _move_branch(repo, branch, new.hexsha, state.head_sha, _subject(new))
     files = _changed_files(repo, new.hexsha)

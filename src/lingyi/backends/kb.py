@@ -34,7 +34,6 @@ from lingyi.paths import PathOutsideRoots, resolve_inside
 
 log = structlog.get_logger()
 
-NINE_DOMAINS: tuple[str, ...] = ("儒", "释", "道", "医", "武", "心", "哲", "科", "气")
 DEFAULT_KB_DIR = Path(__file__).resolve().parent.parent / "defaults" / "kb"
 
 MAX_FILE_BYTES = 1_000_000  # a knowledge article is short; anything bigger is a mistake
@@ -145,7 +144,7 @@ def query_terms(query: str) -> list[_Term]:
 # --------------------------------------------------------------------------- front matter
 
 
-def parse_document(text: str, path: str, domains: Sequence[str]) -> _Parsed | KBProblem:
+def parse_document(text: str, path: str, domains: Sequence[str] | None) -> _Parsed | KBProblem:
     """Parse one Markdown file with front matter, or say what is wrong and on which line."""
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
@@ -177,7 +176,7 @@ def _parse_fields(lines: list[str], path: str) -> dict[str, tuple[str, int]] | K
 
 
 def _build_doc(
-    fields: dict[str, tuple[str, int]], body: str, path: str, domains: Sequence[str]
+    fields: dict[str, tuple[str, int]], body: str, path: str, domains: Sequence[str] | None
 ) -> _Parsed | KBProblem:
     for key in _REQUIRED:
         if not _unquote(fields.get(key, ("", 0))[0]):
@@ -187,7 +186,7 @@ def _build_doc(
         msg = f"id {doc_id!r} must look like kb:<name> (letters, digits, - _ .)"
         return KBProblem(file=path, line=id_line, message=msg)
     domain, domain_line = _unquote(fields["domain"][0]), fields["domain"][1]
-    if domain not in domains:
+    if domains is not None and domain not in domains:
         msg = f"unknown domain {domain!r}; expected one of {' '.join(domains)}"
         return KBProblem(file=path, line=domain_line, message=msg)
     tags = _parse_tags(*fields.get("tags", ("[]", 1)), path)
@@ -239,13 +238,15 @@ class KnowledgeBase:
         folder: Path,
         *,
         db_path: Path | None = None,
-        domains: Sequence[str] = NINE_DOMAINS,
+        domains: Sequence[str] | None = None,
         check_interval: float = CHECK_INTERVAL_S,
     ) -> None:
+        """``domains``: the valid ``domain`` values (the deployment's, from the policy of the
+        tool that searches this KB); None accepts any domain."""
         self._root = Path(folder).expanduser().resolve()
         if not self._root.is_dir():
             raise BackendError(f"knowledge base folder not found: {folder}")
-        self._domains = tuple(domains)
+        self._domains = tuple(domains) if domains is not None else None
         self._check_interval = check_interval
         self._lock = threading.Lock()
         self._conn = _open_db(db_path)

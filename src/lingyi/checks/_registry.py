@@ -52,6 +52,7 @@ class Outcome:
     fallback: Fallback | None = None
     detail: dict[str, Any] = field(default_factory=dict)
     degraded: bool = False
+    found: tuple[Evidence, ...] = ()  # what an active lookup found (recorded as evidence)
     # Neither a match nor a contradiction: the check's ``on_uncertain`` decides (judge, pass,
     # fail, warn). ``passed`` is then ignored.
     uncertain: bool = False

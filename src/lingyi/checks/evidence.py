@@ -74,7 +74,7 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
     """A fact about a verifiable subject needs related evidence from this session.
 
     Where a lookup service is configured for the subject (the KB), the check may verify
-    actively: it searches, and passes with what it found in ``detail["found"]``.
+    actively: it searches, and passes with what it found in ``Outcome.found``.
     """
     text = ctx.assertion.content
     lower = text.lower()
@@ -136,7 +136,7 @@ def _look_up(
 
 def _found(ctx: CheckContext, found: list[Evidence]) -> Outcome:
     ids = ", ".join(e.id for e in found)
-    return ok(ctx.msg("found", ids=ids), found=[e.model_dump(mode="json") for e in found])
+    return Outcome(True, ctx.msg("found", ids=ids), found=tuple(found))
 
 
 def _strip(text: str, words: list[str]) -> str:

@@ -11,12 +11,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lingyi import messages
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
 from lingyi.paths import PathOutsideRoots, resolve_inside
 from lingyi.policy.schema import ArgProblem, arg_problems, tool_schema
 
 if TYPE_CHECKING:
-    from lingyi.policy import ArgSpec
+    from lingyi.policy import ArgSpec, ToolSpec
 
 
 class NoParams(CheckParams):
@@ -52,13 +53,29 @@ def args_schema(ctx: CheckContext, params: NoParams) -> Outcome:
     problems = arg_problems(validator, call.arguments, tool)
     if not problems:
         return ok(ctx.msg("ok"))
-    hints = [h for p in problems if (h := _hint(ctx, p, tool.args.get(p.field)))]
+    reason, hint = describe_problems(ctx.lang, problems, tool)
     return fail(
-        ctx.msg("fail", problems="; ".join(_problem_text(ctx, p) for p in problems)),
-        "; ".join(dict.fromkeys(hints)) or None,
+        reason,
+        hint,
         fields=[p.field for p in problems],
         problems=[asdict(p) for p in problems],
     )
+
+
+def describe_problems(
+    lang: str, problems: list[ArgProblem], tool: ToolSpec
+) -> tuple[str, str | None]:
+    """The reason and the hint (the valid values) for argument problems, in ``lang``.
+
+    Also what the server says about the arguments of its own tools (verify_assertion, …).
+    """
+    hints = [h for p in problems if (h := _hint(lang, p, tool.args.get(p.field)))]
+    text = "; ".join(_msg(lang, f"problem_{p.kind}", **_values(p)) for p in problems)
+    return _msg(lang, "fail", problems=text), "; ".join(dict.fromkeys(hints)) or None
+
+
+def _msg(lang: str, name: str, /, **values: Any) -> str:
+    return messages.text(lang, f"tool.args_schema.{name}", **values)
 
 
 def _shown(value: Any) -> str:
@@ -78,20 +95,16 @@ def _values(problem: ArgProblem) -> dict[str, Any]:
     }
 
 
-def _problem_text(ctx: CheckContext, problem: ArgProblem) -> str:
-    return ctx.msg(f"problem_{problem.kind}", **_values(problem))
-
-
-def _hint(ctx: CheckContext, problem: ArgProblem, spec: ArgSpec | None) -> str | None:
+def _hint(lang: str, problem: ArgProblem, spec: ArgSpec | None) -> str | None:
     """What would be valid: the spec's own format first (a version), else by problem kind."""
     values = _values(problem)
     if spec is not None and spec.type == "version":
-        return ctx.msg("hint_version", **values)
+        return _msg(lang, "hint_version", **values)
     if problem.kind in ("unknown", "enum", "items", "range", "length", "pattern"):
-        return ctx.msg(f"hint_{problem.kind}", **values)
+        return _msg(lang, f"hint_{problem.kind}", **values)
     described = spec.description if spec is not None else ""
     return (
-        ctx.msg("hint_described", field=problem.field, description=described or spec.type)
+        _msg(lang, "hint_described", field=problem.field, description=described or spec.type)
         if spec
         else None
     )

@@ -26,6 +26,7 @@ ArgType = Literal[
     "data_source",
     "member",
     "list",
+    "object",
 ]
 
 
@@ -49,6 +50,7 @@ class ToolSpec(_Strict):
     description: str = ""
     read_only: bool = False
     destructive: bool = False
+    open_world: bool = False  # talks to systems beyond this machine (a push to a remote)
     args: dict[str, ArgSpec] = Field(default_factory=dict)
 
 

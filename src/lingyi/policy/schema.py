@@ -75,6 +75,7 @@ _BUILDERS: dict[str, Callable[[ArgSpec, Registries], dict[str, Any]]] = {
     "data_source": lambda s, r: {"type": "string", "enum": list(r.data_sources)},
     "member": lambda s, r: {"type": "string", "enum": list(r.members)},
     "list": _list,
+    "object": lambda s, r: {"type": "object"},  # free-form (a tool call's own arguments)
 }
 
 

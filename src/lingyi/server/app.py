@@ -1,0 +1,270 @@
+"""The runtime shared by every tool: the guard, the ledger, the council record, the backends.
+
+A guarded tool call runs, in this order, in one worker thread: verify (the constraint layer)
+and append the verification record to the log → execute only if approved, or run the fallback
+variant the verdict offers (a dry-run push) → record the evidence the tool produced in the
+session's ledger → return. The log record is written before anything touches the world, so an
+interrupted server never has done work the log does not show. The guard owns verify → log on
+every path; nothing here decides or writes the log itself.
+
+Identity: the member whose policy applies is the owner of the tool. ``verify_assertion`` and
+the council tools take the member from the caller; over HTTP with tokens a token may only
+speak for the members it is bound to (``auth.member_bound``, checked by the layer).
+
+Sessions: one ledger session per MCP client session. On stdio and in-process the server's
+lifespan runs once per client connection, so it carries the session id. Over Streamable HTTP
+the lifespan is shared, so the ``mcp-session-id`` header names the session (stateful
+clients); a stateless (2026-07-28) client has no session, and its token name does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import structlog
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import LoggingLevel
+from pydantic import BaseModel
+
+from lingyi import messages
+from lingyi._ids import new_id
+from lingyi.backends.data import DataRegistry, DataSource
+from lingyi.backends.kb import KnowledgeBase
+from lingyi.config import Config
+from lingyi.council import CouncilMessage, FileCouncil
+from lingyi.errors import BackendError
+from lingyi.guard import Guard, kb_domains, kb_lookup
+from lingyi.ledger import Ledger
+from lingyi.models import (
+    Assertion,
+    AssertionType,
+    Decision,
+    Evidence,
+    Principal,
+    ToolCall,
+    VerificationResult,
+)
+from lingyi.policy import MemberPolicy, PolicySet
+from lingyi.server.auth import principal_of
+from lingyi.server.wire import (
+    Executed,
+    Guarded,
+    PostedMessage,
+    Reply,
+    refusal,
+    success,
+    verdict_of,
+)
+
+log = structlog.get_logger()
+
+SOURCE = "server"
+NO_OWNER = "(no owner)"  # the member of a call to a tool no policy owns: member.known rejects it
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the ledger session, and the principal when a token was presented."""
+
+    session: str
+    principal: Principal | None = None
+
+
+@dataclass
+class ConnectionScope:
+    """What the lifespan yields per client connection (stdio, in-process) or per app (HTTP)."""
+
+    app: GuardApp
+    session: str = field(default_factory=lambda: f"mcp-{new_id()}")
+
+
+Ctx = Context[ConnectionScope, Any]
+Request = ServerRequestContext[ConnectionScope, Any]
+
+
+def caller_of(request: Request) -> Caller:
+    """The ledger session of this request and the principal of the token it carried."""
+    scope = request.lifespan_context
+    headers = getattr(request.request, "headers", None)
+    if headers is None:  # stdio or in-process: one lifespan per client connection
+        return Caller(scope.session)
+    token = get_access_token()
+    principal = principal_of(token)
+    if sid := headers.get("mcp-session-id"):
+        return Caller(f"http-{sid}", principal)
+    # Stateless HTTP has no session; the token is the closest stable identity.
+    return Caller(f"http-token-{token.client_id}" if token else "http-anonymous", principal)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What an executor gets: the runtime, the tool's owner, the arguments the guard approved.
+
+    The arguments are the caller's own (or the fallback's), already validated against the
+    tool's schema by ``tool.args_schema``: executors read them as they are, never coerce.
+    """
+
+    app: GuardApp
+    owner: MemberPolicy
+    args: dict[str, Any]
+
+
+Executor = Callable[[Run], tuple[BaseModel, list[Evidence]]]
+
+
+class GuardApp:
+    """The guard, the ledger, the council record and the real backends of one server."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.council = FileCouncil(config.council_path)
+        self.guard = Guard.from_config(
+            config,
+            source=SOURCE,
+            council=self.council,
+            lookups={"knowledge_base": kb_lookup(lambda: self.kb)},  # active verification
+        )
+        self.ledger = Ledger()
+        self.data = DataRegistry(_data_sources(config), config.data_roots)
+        self.log_levels: dict[str, LoggingLevel] = {}  # MCP logging/setLevel, per session
+        self._kb: KnowledgeBase | None = None
+        self._kb_lock = threading.Lock()
+        self._idle = threading.Condition()
+        self._inflight = 0
+        self.closing = False
+
+    @property
+    def policies(self) -> PolicySet:
+        """The current policy set; take it once per request and pass that snapshot on."""
+        return self.guard.layer.policies
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        """Indexed on first use, so a missing KB fails its tool, not the server."""
+        with self._kb_lock:
+            if self._kb is None:
+                domains = kb_domains(self.policies)
+                self._kb = KnowledgeBase(self.config.kb_dir, domains=domains)
+            return self._kb
+
+    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run tool work in a worker thread, counted so a shutdown can wait for it.
+
+        A cancelled request (client gone) still waits for the thread: verify → execute →
+        record is never cut in half.
+        """
+        return await anyio.to_thread.run_sync(self._counted, fn, *args)
+
+    def _counted(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._idle:
+            if self.closing:
+                raise RuntimeError(messages.text(self.config.language, "server.shutting_down"))
+            self._inflight += 1
+        try:
+            return fn(*args)
+        finally:
+            with self._idle:
+                self._inflight -= 1
+                self._idle.notify_all()
+
+    def drain(self, timeout_s: float) -> bool:
+        """Refuse new tool work and wait for the running work; True when none is left."""
+        with self._idle:
+            self.closing = True
+            return self._idle.wait_for(lambda: self._inflight == 0, timeout_s)
+
+    def close(self) -> None:
+        self.guard.close()
+        if self._kb is not None:
+            self._kb.close()
+
+    @asynccontextmanager
+    async def lifespan(self, _server: MCPServer[ConnectionScope]) -> AsyncIterator[ConnectionScope]:
+        scope = ConnectionScope(self)
+        log.info("mcp connection opened", session=scope.session)
+        yield scope
+
+    def check(
+        self, caller: Caller, assertion: Assertion, policies: PolicySet | None = None
+    ) -> VerificationResult:
+        """Verify and log through the guard, with the caller's principal and session."""
+        assertion.session = caller.session
+        return self.guard.check(
+            assertion, self.ledger, policies=policies, principal=caller.principal
+        )
+
+    def run_tool(self, caller: Caller, name: str, args: dict[str, Any], execute: Executor) -> Reply:
+        """verify → execute (or its fallback) → record evidence; the log is already written."""
+        policies = self.policies  # one snapshot for the whole request
+        owner = policies.tool_owner(name)
+        call = ToolCall(name=name, arguments=args)
+        assertion = Assertion(
+            member=owner.id if owner else NO_OWNER, type=AssertionType.ACTION, tool_call=call
+        )
+        result = self.check(caller, assertion, policies)
+        runnable = runnable_call(result, call)
+        if runnable is None or owner is None:
+            return refusal(Guarded(verdict=verdict_of(result, assertion.member)))
+        executed: Executed = "original" if runnable is call else "fallback"
+        try:
+            payload, evidence = execute(Run(self, owner, runnable.arguments))
+        except BackendError as exc:
+            verdict = verdict_of(result, owner.id, executed, error=str(exc))
+            return refusal(Guarded(verdict=verdict))
+        self.ledger.record(caller.session, owner.id, name, runnable.arguments, evidence)
+        return success(Guarded(verdict=verdict_of(result, owner.id, executed), result=payload))
+
+    def verify_only(self, caller: Caller, assertion: Assertion) -> Reply:
+        """Verify and log an assertion; only a rejection is an error result."""
+        result = self.check(caller, assertion)
+        verdict = verdict_of(result, assertion.member)
+        return refusal(verdict) if result.decision is Decision.REJECTED else success(verdict)
+
+    def post(self, caller: Caller, member: str, content: str) -> Reply:
+        """Screen a council message, then post it (or its safe variant) to the record."""
+        assertion = Assertion(member=member, type=AssertionType.COMMUNICATION, content=content)
+        result = self.check(caller, assertion)
+        text = content if result.decision is Decision.APPROVED else fallback_text(result)
+        if text is None or result.member is None:
+            return refusal(Guarded(verdict=verdict_of(result, member)))
+        message = CouncilMessage(sender=result.member, content=text)
+        self.council.append(message)
+        evidence = Evidence(
+            id=message.id, title=f"council message from {message.sender}", snippet=text
+        )
+        self.ledger.record(caller.session, message.sender, "post_council_message", {}, [evidence])
+        executed: Executed = "original" if text == content else "fallback"
+        posted = PostedMessage(id=message.id, sender=message.sender, content=text, ts=message.ts)
+        return success(Guarded(verdict=verdict_of(result, member, executed), result=posted))
+
+
+def _data_sources(config: Config) -> dict[str, DataSource]:
+    return {
+        name: DataSource(name=name, **entry.model_dump())
+        for name, entry in config.raw.data_sources.items()
+    }
+
+
+def runnable_call(result: VerificationResult, call: ToolCall) -> ToolCall | None:
+    """The call to execute: the original if approved, the fallback's variant of the same tool."""
+    if result.decision is Decision.APPROVED:
+        return call
+    fallback = result.fallback
+    if result.decision is Decision.FALLBACK and fallback and fallback.tool_call:
+        return fallback.tool_call if fallback.tool_call.name == call.name else None
+    return None
+
+
+def fallback_text(result: VerificationResult) -> str | None:
+    """The safe wording a fallback offers for a message (e.g. labelled as inference)."""
+    fallback = result.fallback
+    ok = result.decision is Decision.FALLBACK and fallback is not None
+    return fallback.content if ok and fallback is not None else None

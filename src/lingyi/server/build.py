@@ -1,0 +1,51 @@
+"""The MCP server over a :class:`GuardApp`: the tool table, the resources, logging, auth."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import Tool as MCPTool
+
+from lingyi import __version__
+from lingyi.server.app import ConnectionScope, GuardApp
+from lingyi.server.auth import StaticTokens, auth_settings
+from lingyi.server.notifications import offer_logging
+from lingyi.server.resources import add_resources
+from lingyi.server.tools import GUARD_NOTE, ToolTable, check_tools
+
+BENCH_ENV = "LINGYI_BENCH"
+
+
+class GuardServer(MCPServer[ConnectionScope]):
+    """MCPServer whose tools/list follows the policies: a reload republishes the schemas."""
+
+    def __init__(self, table: ToolTable, **settings: Any) -> None:
+        super().__init__(tools=table.tools(), **settings)
+        self.table = table
+
+    async def list_tools(self) -> list[MCPTool]:
+        self.table.refresh()
+        return await super().list_tools()
+
+
+def build_server(
+    app: GuardApp, *, bench: bool | None = None, tokens: StaticTokens | None = None
+) -> GuardServer:
+    """The MCP server over ``app``; refuses when the policies and the served tools differ."""
+    check_tools(app.policies)
+    with_bench = bench if bench is not None else os.environ.get(BENCH_ENV) == "1"
+    server = GuardServer(
+        ToolTable(app, bench=with_bench),
+        name="lingyi-guard",
+        version=__version__,
+        instructions="Verify before you assert. " + GUARD_NOTE,
+        lifespan=app.lifespan,
+        log_level="WARNING",
+        token_verifier=tokens if tokens else None,
+        auth=auth_settings(app.config) if tokens else None,
+    )
+    add_resources(server, app)
+    offer_logging(server)
+    return server

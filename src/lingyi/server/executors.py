@@ -1,0 +1,138 @@
+"""The real work behind each policy tool, with no guard logic: the guard has already approved
+the arguments (or offered the fallback's) by the time an executor runs.
+
+Executors read the arguments as given: ``tool.args_schema`` validated them with the policy's
+schema, so nothing here coerces. :data:`IMPLEMENTATIONS` is what the server can serve; the
+policies must declare exactly these tools (:func:`lingyi.server.tools.tool_problems`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import git
+from pydantic import BaseModel
+
+from lingyi import messages
+from lingyi.backends import git as gitb
+from lingyi.backends.data import AccessResult, Analysis
+from lingyi.errors import BackendError
+from lingyi.models import Evidence
+from lingyi.policy import MemberPolicy
+from lingyi.server.app import Executor, Run
+from lingyi.server.wire import Guarded, SearchHits
+
+DEFAULT_LIMIT = 5
+
+
+def search(run: Run) -> tuple[SearchHits, list[Evidence]]:
+    limit = run.args.get("limit", DEFAULT_LIMIT)
+    domains: list[str | None] = list(run.args.get("domains") or []) or [None]
+    kb = run.app.kb
+    hits = [h for d in domains for h in kb.search(run.args["query"], limit, domain=d)]
+    best = sorted(hits, key=lambda h: -h.score)[:limit]
+    return SearchHits(hits=best), [h.to_evidence() for h in best]
+
+
+def _repo(run: Run) -> Any:
+    roots = run.app.config.repo_roots
+    if not roots:
+        raise BackendError(messages.text(run.app.config.language, "server.no_repo_roots"))
+    return gitb.open_repo(run.args.get("repo_path") or roots[0], roots)
+
+
+def author_of(owner: MemberPolicy) -> git.Actor:
+    """Commits are authored by the member that owns the tool, as its policy names it."""
+    return git.Actor(owner.name, f"{owner.id}@council.local")
+
+
+class _Evidenced(Protocol):
+    def to_evidence(self) -> Evidence: ...
+
+
+E = TypeVar("E", bound=_Evidenced)
+
+
+def _in_repo(op: Callable[[Any, Run], E]) -> Callable[[Run], tuple[E, list[Evidence]]]:
+    """A git tool: open the repository (inside the roots), run ``op``, evidence its result."""
+
+    def execute(run: Run) -> tuple[E, list[Evidence]]:
+        with _repo(run) as repo:
+            done = op(repo, run)
+        return done, [done.to_evidence()]
+
+    return execute
+
+
+def _commit(repo: Any, run: Run) -> gitb.CommitResult:
+    return gitb.commit(
+        repo,
+        run.args["message"],
+        paths=run.args.get("paths"),
+        add_all=run.args.get("add_all", False),
+        author=author_of(run.owner),
+    )
+
+
+def _branch(repo: Any, run: Run) -> gitb.BranchResult:
+    return gitb.branch(repo, run.args["name"], start_point=run.args.get("start_point"))
+
+
+def _push(repo: Any, run: Run) -> gitb.PushResult:
+    force, dry_run = run.args.get("force", False), run.args.get("dry_run", False)
+    return gitb.push(repo, run.args["remote"], run.args["branch"], force=force, dry_run=dry_run)
+
+
+def _audit(repo: Any, run: Run) -> gitb.AuditReport:
+    return gitb.audit_report(repo, run.args["version"])
+
+
+def _access(run: Run) -> tuple[AccessResult, list[Evidence]]:
+    done = run.app.data.access(run.args["source"])
+    return done, [done.to_evidence()]
+
+
+def _analyze(run: Run) -> tuple[Analysis, list[Evidence]]:
+    args = run.args
+    done = run.app.data.analyze(
+        args["source"], columns=args.get("columns"), group_by=args.get("group_by")
+    )
+    return done, [done.to_evidence()]
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """A policy tool's real work: the executor, its result model, the arguments it reads."""
+
+    execute: Executor
+    output: type[BaseModel]
+    args: frozenset[str]
+    required: frozenset[str]
+
+
+def _impl(
+    execute: Executor, output: type[BaseModel], required: str, optional: str = ""
+) -> Implementation:
+    need, may = frozenset(required.split()), frozenset(optional.split())
+    return Implementation(execute, output, need | may, need)
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    "search_knowledge": _impl(search, Guarded[SearchHits], "query", "domains limit"),
+    "git_commit": _impl(
+        _in_repo(_commit), Guarded[gitb.CommitResult], "repo_path message", "paths add_all"
+    ),
+    "git_branch": _impl(
+        _in_repo(_branch), Guarded[gitb.BranchResult], "repo_path name", "start_point"
+    ),
+    "git_push": _impl(
+        _in_repo(_push), Guarded[gitb.PushResult], "repo_path remote branch", "force dry_run"
+    ),
+    "generate_audit_report": _impl(
+        _in_repo(_audit), Guarded[gitb.AuditReport], "version", "repo_path"
+    ),
+    "access_data_source": _impl(_access, Guarded[AccessResult], "source"),
+    "analyze_data": _impl(_analyze, Guarded[Analysis], "source", "columns group_by"),
+}

@@ -1,0 +1,86 @@
+"""MCP resources: a member's policy, the recent verification log, the weekly report.
+
+They read the live state (the current policy set, the log on disk), so a client sees what
+the guard decides with right now. ``lingyi://policy/{member}`` completes member names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp_types import Completion, ResourceTemplateReference
+
+from lingyi import messages
+from lingyi.log import tail_records
+from lingyi.policy import MemberPolicy
+from lingyi.server.app import ConnectionScope, GuardApp
+
+RECENT_LOG_RECORDS = 50
+
+
+def add_resources(server: MCPServer[ConnectionScope], app: GuardApp) -> None:
+    @server.resource(
+        "lingyi://policy/{member}",
+        name="member-policy",
+        description="A member's policy: the tools it owns (with argument schemas) and its checks.",
+        mime_type="application/json",
+    )
+    def member_policy(member: str) -> str:
+        policies = app.policies
+        policy = policies.resolve(member)
+        if policy is None:
+            known = ", ".join(policies.members)
+            text = messages.text(
+                app.config.language, "server.unknown_member", member=repr(member), members=known
+            )
+            raise ResourceError(text)
+        return json.dumps(policy_view(policy), ensure_ascii=False, indent=2)
+
+    @server.resource(
+        "lingyi://log/recent",
+        name="recent-verifications",
+        description=f"The last {RECENT_LOG_RECORDS} verification records of the log.",
+        mime_type="application/json",
+    )
+    def recent_log() -> str:
+        return json.dumps(recent_records(app.config.log_path), ensure_ascii=False, indent=2)
+
+    @server.resource(
+        "lingyi://report/weekly",
+        name="weekly-report",
+        description="The weekly verification report of the last full week (Markdown).",
+        mime_type="text/markdown",
+    )
+    def weekly_report() -> str:
+        from lingyi.report import weekly_report_markdown  # the report loads only when read
+
+        return weekly_report_markdown(app.config)
+
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+        """Member names for lingyi://policy/{member}: ids, display names and aliases."""
+        if not isinstance(ref, ResourceTemplateReference) or argument.name != "member":
+            return None
+        names = [n for m in app.policies.members.values() for n in m.names]
+        return Completion(values=[n for n in names if n.lower().startswith(argument.value.lower())])
+
+    server.completion()(complete)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
+
+
+def policy_view(policy: MemberPolicy) -> dict[str, Any]:
+    return {
+        "member": policy.id,
+        "name": policy.name,
+        "aliases": policy.aliases,
+        "description": policy.description,
+        "tools": {n: t.model_dump(exclude_none=True) for n, t in policy.tools.items()},
+        "checks": [c.model_dump(mode="json", exclude_none=True) for c in policy.checks],
+    }
+
+
+def recent_records(path: Path, count: int = RECENT_LOG_RECORDS) -> list[dict[str, Any]]:
+    """The last ``count`` readable records, oldest first, read backwards (any record size)."""
+    return tail_records(path, count)

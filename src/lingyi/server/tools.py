@@ -1,0 +1,362 @@
+"""The tool table, built from the policies (the real work is in :mod:`.executors`).
+
+Every guarded tool is published with its policy's title, description, hints and argument
+schema (:func:`lingyi.policy.input_schema`: enums of data sources, domains and members, ranges,
+patterns, ``additionalProperties: false``). The SDK does not validate or coerce the arguments:
+each tool is registered with :class:`RawArguments`, so the raw arguments reach the guard, whose
+``tool.args_schema`` validates them with the same schema. ``limit: "lots"``, ``limit: 500`` and
+an unknown argument are therefore verified, logged and answered with a verdict like any call.
+
+The guard's own tools (``verify_assertion``, the council tools, ``verification_stats``) are
+described as :class:`~lingyi.policy.ToolSpec` here, so their schemas come from the same
+generator; arguments that cannot form an assertion are refused with the same wording, and the
+member (and tool) named are judged by the guard itself (``member.known``, ``tool.owned``).
+
+At start-up the policies' tools and the implemented tools must match (:func:`tool_problems`).
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections.abc import Awaitable, Callable, Mapping
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ConfigDict
+
+from lingyi import messages
+from lingyi.checks.tool import describe_problems
+from lingyi.errors import ConfigError
+from lingyi.models import Assertion, AssertionType, ToolCall
+from lingyi.policy import (
+    ArgProblem,
+    PolicySet,
+    Registries,
+    ToolSpec,
+    arg_problems,
+    input_schema,
+)
+from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
+from lingyi.server.executors import IMPLEMENTATIONS, Implementation, search
+from lingyi.server.notifications import notify
+from lingyi.server.wire import Guarded, PostedMessage, Reply, SearchHits, Verdict, refusal, success
+
+GUARD_NOTE = (
+    "Guarded by LingYi Guard: verified before it runs and logged. A rejection returns an "
+    "error whose structured verdict says why (codes, reason) and what to do instead "
+    "(recommendation, fallback)."
+)
+ARGS_CODE = "tool.args_schema"
+# Named in the guard's own tools, judged (and logged) by the guard: member.known, tool.owned.
+GUARD_JUDGES = ("member", "tool_name")
+
+ToolFn = Callable[[Ctx, dict[str, Any]], Awaitable[CallToolResult]]
+
+
+class RawArguments(ArgModelBase):
+    """The SDK's argument model for every tool here: it takes the arguments as given.
+
+    No field is declared, so the SDK neither pre-parses, validates nor coerces anything; every
+    argument is an extra, and the tool function receives them all as ``arguments``.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.model_extra or {})}
+
+
+# --- the guard's own tools ------------------------------------------------------------------
+
+
+@functools.cache
+def _own_specs() -> dict[str, ToolSpec]:
+    text = (resources.files(__package__) / "guard_tools.toml").read_text(encoding="utf-8")
+    return {name: ToolSpec.model_validate(raw) for name, raw in tomllib.loads(text).items()}
+
+
+def own_tools(policies: PolicySet) -> dict[str, ToolSpec]:
+    """The guard's own tools (``guard_tools.toml``); ``tool_name`` lists the policies' tools."""
+    specs = _own_specs()
+    names = sorted({t for m in policies.members.values() for t in m.tools})
+    verify = specs["verify_assertion"]
+    tool_name = verify.args["tool_name"].model_copy(update={"values": names})
+    args = verify.args | {"tool_name": tool_name}
+    return specs | {"verify_assertion": verify.model_copy(update={"args": args})}
+
+
+def _refused_arguments(
+    app: GuardApp, spec: ToolSpec, problems: list[ArgProblem], arguments: dict[str, Any]
+) -> Verdict:
+    """A verdict for arguments that form no assertion: nothing was verified or logged."""
+    reason, hint = describe_problems(app.config.language, problems, spec)
+    return Verdict(
+        verification_id=None,
+        member=str(arguments.get("member", "")),
+        decision="rejected",
+        codes=[ARGS_CODE],
+        reason=f"[{ARGS_CODE}] {reason}",  # worded as the guard words a failed check
+        recommendation=hint,
+    )
+
+
+class ToolTable:
+    """The served tools, built from the current policies and refreshed when they change."""
+
+    def __init__(self, app: GuardApp, *, bench: bool = False) -> None:
+        self.app = app
+        self._version = ""
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[tuple[str, str], Draft202012Validator] = {}
+        self._build(bench)
+
+    @property
+    def registries(self) -> Registries:
+        return Registries.of(self.app.policies, sorted(self.app.config.raw.data_sources))
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def _build(self, bench: bool) -> None:
+        policies = self.app.policies
+        for name, impl in IMPLEMENTATIONS.items():
+            owner = policies.tool_owner(name)
+            spec = owner.tools[name] if owner else ToolSpec()
+            self._tools[name] = self._tool(name, spec, _guarded(name, impl.execute), impl.output)
+        for name, spec in own_tools(policies).items():
+            bind, output = _OWN[name]
+            self._tools[name] = self._tool(name, spec, bind(self), output, own=True)
+        if bench:
+            self._tools["bench_search_knowledge"] = _bench_tool(self)
+        self._version = policies.version
+
+    def _tool(
+        self, name: str, spec: ToolSpec, fn: ToolFn, output: Any, *, own: bool = False
+    ) -> Tool:
+        meta = FuncMetadata(arg_model=RawArguments, output_model=output)
+        return Tool(
+            fn=fn,
+            name=name,
+            fn_metadata=meta,
+            is_async=True,
+            context_kwarg="ctx",
+            **self._described(name, spec, own=own),
+        )
+
+    def _described(self, name: str, spec: ToolSpec, *, own: bool) -> dict[str, Any]:
+        """What tools/list shows of a tool, all of it from its spec (the policy's, or ours)."""
+        hints = ToolAnnotations(
+            title=spec.title or name,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            open_world_hint=spec.open_world,
+        )
+        return {
+            "title": spec.title or name,
+            "description": spec.description if own else f"{spec.description}\n\n{GUARD_NOTE}",
+            "parameters": input_schema(spec, self.registries),
+            "annotations": hints,
+        }
+
+    def refresh(self) -> None:
+        """After a policy reload, publish the reloaded titles, hints and schemas."""
+        policies = self.app.policies
+        if policies.version == self._version:
+            return
+        own = own_tools(policies)
+        for name, tool in self._tools.items():
+            owner = policies.tool_owner(name)
+            spec = own.get(name) or (owner.tools[name] if owner else None)
+            if spec is not None:
+                for key, value in self._described(name, spec, own=name in own).items():
+                    setattr(tool, key, value)
+        self._validators.clear()
+        self._version = policies.version
+
+    def problems(self, name: str, arguments: dict[str, Any]) -> tuple[ToolSpec, list[ArgProblem]]:
+        """What is wrong with the arguments of one of the guard's own tools."""
+        policies = self.app.policies
+        spec = own_tools(policies)[name]
+        key = (policies.version, name)
+        if (validator := self._validators.get(key)) is None:
+            validator = self._validators[key] = Draft202012Validator(
+                input_schema(spec, self.registries)
+            )
+        found = arg_problems(validator, arguments, spec)
+        return spec, [p for p in found if not (p.field in GUARD_JUDGES and p.kind == "enum")]
+
+
+def _guarded(name: str, execute: Executor) -> ToolFn:
+    async def call(ctx: Ctx, arguments: dict[str, Any]) -> CallToolResult:
+        app = ctx.request_context.lifespan_context.app
+        caller = caller_of(ctx.request_context)
+        # One worker thread runs verify → execute → record: a cancelled request (client gone,
+        # SIGTERM) waits for it, so nothing is half done and no written record is lost.
+        reply = await app.in_thread(app.run_tool, caller, name, arguments, execute)
+        await notify(ctx, caller, name, reply)
+        return reply.result
+
+    return call
+
+
+Work = Callable[[GuardApp, Caller, dict[str, Any]], Reply]
+
+
+def _own_tool(name: str, work: Work, wrap: bool) -> Callable[[ToolTable], ToolFn]:
+    """One of the guard's own tools: check its arguments, then verify (and log) in a thread."""
+
+    def bind(table: ToolTable) -> ToolFn:
+        async def call(ctx: Ctx, arguments: dict[str, Any]) -> CallToolResult:
+            app, caller = table.app, caller_of(ctx.request_context)
+            spec, problems = table.problems(name, arguments)
+            if problems:
+                verdict = _refused_arguments(app, spec, problems, arguments)
+                reply = refusal(Guarded(verdict=verdict) if wrap else verdict)
+            else:
+                reply = await app.in_thread(work, app, caller, arguments)
+            await notify(ctx, caller, name, reply)
+            return reply.result
+
+        return call
+
+    return bind
+
+
+def _verify(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+    tool = args.get("tool_name")
+    call = ToolCall(name=tool, arguments=args.get("tool_arguments") or {}) if tool else None
+    assertion = Assertion(
+        member=args["member"],
+        type=AssertionType(args["type"]),
+        content=args.get("content", ""),
+        evidence_ids=args.get("evidence_ids") or [],
+        tool_call=call,
+    )
+    return app.verify_only(caller, assertion)
+
+
+def _screen(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+    assertion = Assertion(
+        member=args["member"], type=AssertionType.COMMUNICATION, content=args["content"]
+    )
+    return app.verify_only(caller, assertion)
+
+
+def _post(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+    return app.post(caller, args["member"], args["content"])
+
+
+def _stats_tool(table: ToolTable) -> ToolFn:
+    async def call(ctx: Ctx, arguments: dict[str, Any]) -> CallToolResult:
+        from lingyi.stats import stats_for  # the figures load only when asked for
+
+        app = table.app
+        spec, problems = table.problems("verification_stats", arguments)
+        if problems:
+            reason, hint = describe_problems(app.config.language, problems, spec)
+            return _error({"error": reason, "recommendation": hint})
+        member = app.policies.resolve(arguments.get("member") or "")
+        days = arguments.get("days", 7)
+        figures = await app.in_thread(
+            lambda: stats_for(app.config, days=days, member=member.id if member else None)
+        )
+        return CallToolResult(content=_json_text(figures), structured_content=figures)
+
+    return call
+
+
+# The guard's own tools: how each binds to the table, and the model of its result.
+_OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
+    "verify_assertion": (_own_tool("verify_assertion", _verify, wrap=False), Verdict),
+    "screen_council_message": (_own_tool("screen_council_message", _screen, wrap=False), Verdict),
+    "post_council_message": (
+        _own_tool("post_council_message", _post, wrap=True),
+        Guarded[PostedMessage],
+    ),
+    "verification_stats": (_stats_tool, dict[str, Any]),
+}
+
+
+def _json_text(data: Mapping[str, Any]) -> list[TextContent]:
+    import json
+
+    return [TextContent(type="text", text=json.dumps(data, ensure_ascii=False))]
+
+
+def _error(data: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=_json_text(data), structured_content=data, is_error=True)
+
+
+def _bench_tool(table: ToolTable) -> Tool:
+    """Benchmark only: the same knowledge-base search with no guard, no ledger, no log."""
+
+    async def call(ctx: Ctx, arguments: dict[str, Any]) -> CallToolResult:
+        app = table.app
+        owner = app.policies.tool_owner("search_knowledge")
+        if owner is None:
+            return _error({"error": "no policy owns search_knowledge"})
+        hits, _ = await app.in_thread(search, Run(app, owner, arguments))
+        unguarded = messages.text(app.config.language, "server.unguarded")
+        verdict = Verdict(
+            verification_id=None, member="-", decision="approved", codes=[], reason=unguarded
+        )
+        return success(Guarded(verdict=verdict, result=hits)).result
+
+    owner = table.app.policies.tool_owner("search_knowledge")
+    spec = owner.tools["search_knowledge"] if owner else ToolSpec()
+    bench = spec.model_copy(update={"title": "bench: unguarded search", "read_only": True})
+    return table._tool("bench_search_knowledge", bench, call, Guarded[SearchHits], own=True)
+
+
+# --- served tools and policy tools must match --------------------------------------------
+
+
+def tool_problems(policies: PolicySet) -> list[str]:
+    """Every mismatch between the policies' tools and the implemented ones, naming both."""
+    own = own_tools(policies)
+    problems: list[str] = []
+    for member in policies.members.values():
+        for name, spec in member.tools.items():
+            where = f"{member.source}: tools.{name}"
+            impl = IMPLEMENTATIONS.get(name)
+            if name in own:
+                problems.append(
+                    f"{where}: {name} is one of the guard's own tools; no policy may declare it"
+                )
+            elif impl is None:
+                served = ", ".join(IMPLEMENTATIONS)
+                problems.append(
+                    f"{where}: the policy of {member.id} declares {name}, which no implementation serves (served: {served})"
+                )
+            else:
+                problems += _arg_mismatch(where, spec, impl)
+    declared = {t for m in policies.members.values() for t in m.tools}
+    problems += [
+        f"{name}: served, but no member policy declares it (add [tools.{name}] to the policy of the member that owns it)"
+        for name in IMPLEMENTATIONS
+        if name not in declared
+    ]
+    return problems
+
+
+def _arg_mismatch(where: str, spec: ToolSpec, impl: Implementation) -> list[str]:
+    unknown = sorted(set(spec.args) - impl.args)
+    optional = sorted(a for a in impl.required if a in spec.args and not spec.args[a].required)
+    missing = sorted(impl.required - set(spec.args))
+    found = [f"{where}.args.{a}: the implementation reads no argument {a!r}" for a in unknown]
+    found += [f"{where}.args.{a}: the implementation needs it; mark it required" for a in optional]
+    found += [f"{where}.args: the implementation needs {a!r}; declare it" for a in missing]
+    return found
+
+
+def check_tools(policies: PolicySet) -> None:
+    """Refuse to serve when the policies and the implementations disagree."""
+    if problems := tool_problems(policies):
+        raise ConfigError(
+            "the policies and the served tools do not match:\n  " + "\n  ".join(problems)
+        )

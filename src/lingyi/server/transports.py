@@ -1,0 +1,99 @@
+"""Transports: stdio (stdout carries nothing but protocol) and Streamable HTTP.
+
+HTTP listens on loopback by default, with bearer tokens and Host/Origin checks; beyond loopback
+it refuses to start without tokens. At start it says on stderr where it listens, which config
+and log are in effect and how many tokens are active (stdout stays clean either way).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import anyio
+import structlog
+from starlette.applications import Starlette
+
+from lingyi.config import Config
+from lingyi.errors import ConfigError
+from lingyi.server.app import GuardApp
+from lingyi.server.auth import StaticTokens, is_loopback, transport_security
+from lingyi.server.build import GuardServer, build_server
+
+log = structlog.get_logger()
+
+DRAIN_TIMEOUT_S = 30.0  # how long a signal waits for running tool calls
+
+
+async def _stop_on_signal(app: GuardApp) -> None:
+    """On SIGTERM/SIGINT: let running tool work finish (its log record and commit are
+    whole), then exit. The SDK's stdin reader blocks in a thread that cancellation cannot
+    interrupt, so we leave with ``os._exit``; every log record is already on disk (one
+    ``write`` per record), so nothing written is lost."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.warning("signal received; finishing running tool calls", signal=signum)
+            drained = await anyio.to_thread.run_sync(app.drain, DRAIN_TIMEOUT_S)
+            app.close()
+            sys.stderr.flush()
+            os._exit(0 if drained else 1)
+
+
+async def _serve_stdio(app: GuardApp, server: GuardServer) -> None:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, app)
+        await server.run_stdio_async()  # returns when the client closes stdin
+        tg.cancel_scope.cancel()
+
+
+def serve_stdio(config: Config, *, bench: bool | None = None) -> None:
+    """Serve one client over stdio until it leaves or a signal arrives."""
+    app = GuardApp(config)
+    try:
+        anyio.run(_serve_stdio, app, build_server(app, bench=bench))
+    finally:
+        app.close()
+
+
+def http_app(app: GuardApp, host: str, port: int, *, bench: bool | None = None) -> Starlette:
+    """The Starlette app for Streamable HTTP (tokens and Host/Origin checks applied)."""
+    tokens = StaticTokens(app.config.raw.server.tokens)
+    if not is_loopback(host) and not tokens:
+        raise ConfigError(
+            f"refusing to serve HTTP on {host}: not loopback and no [[server.tokens]] with a value"
+        )
+    server = build_server(app, bench=bench, tokens=tokens or None)
+    security = transport_security(app.config, host, port)
+    return server.streamable_http_app(host=host, transport_security=security)
+
+
+def start_banner(config: Config, host: str, port: int) -> str:
+    """What `serve --http` says at start: where, which config and log, how many tokens."""
+    shown = f"[{host}]" if ":" in host else host
+    tokens = len(StaticTokens(config.raw.server.tokens))
+    return (
+        f"lingyi serve: Streamable HTTP at http://{shown}:{port}/mcp\n"
+        f"  config: {config.source}\n"
+        f"  log:    {config.log_path}\n"
+        f"  tokens: {tokens}"
+        + (" (loopback only, no bearer token required)" if not tokens else "")
+        + "\n"
+    )
+
+
+def serve_http(config: Config, host: str, port: int, *, bench: bool | None = None) -> None:
+    """Serve Streamable HTTP at http://host:port/mcp; uvicorn stops cleanly on SIGTERM/SIGINT."""
+    import uvicorn
+
+    app = GuardApp(config)
+    try:
+        asgi = http_app(app, host, port, bench=bench)
+        sys.stderr.write(start_banner(config, host, port))
+        sys.stderr.flush()
+        settings = uvicorn.Config(
+            asgi, host=host, port=port, log_config=None, access_log=False, log_level="warning"
+        )
+        uvicorn.Server(settings).run()
+    finally:
+        app.close()

@@ -1,0 +1,127 @@
+"""What the tools return on the wire: the verdict, and the guarded tool's real result.
+
+A rejection is a tool result with ``isError`` and the structured verdict, so the calling model
+reads why (codes, reason) and what to do instead (recommendation, fallback); the tool never ran.
+Every result, error or not, conforms to the tool's output schema: clients such as the MCP
+Inspector validate structured content even on ``isError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from lingyi.backends.kb import KBHit
+from lingyi.models import Decision, Fallback, VerificationResult
+
+Executed = Literal["original", "fallback"]
+
+
+class CheckBrief(BaseModel):
+    stage: str
+    code: str
+    passed: bool
+    reason: str
+
+
+class Verdict(BaseModel):
+    """The guard's decision as the calling model sees it (also the payload of a rejection)."""
+
+    verification_id: str | None = Field(
+        description="the verification record in the log; null when nothing was verified "
+        "(arguments of the guard's own tools that do not form an assertion)"
+    )
+    member: str
+    decision: Literal["approved", "rejected", "fallback"]
+    codes: list[str] = Field(description="codes of the checks that failed")
+    reason: str
+    recommendation: str | None = None
+    fallback: Fallback | None = None
+    executed: Executed | None = Field(
+        None, description="which call ran: the one asked for, or the fallback variant"
+    )
+    error: str | None = Field(
+        None, description="the backend's refusal, when an approved call failed"
+    )
+    checks: list[CheckBrief] = Field(
+        default_factory=list,
+        description="every check, when not approved (an approval's checks are in the log)",
+    )
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class Guarded(BaseModel, Generic[R]):
+    """A guarded tool's result: the verdict, then what the tool really returned.
+
+    ``result`` is null when the tool did not run (a rejection, or the backend refused), so
+    an error result still conforms to the tool's output schema.
+    """
+
+    verdict: Verdict
+    result: R | None = None
+
+
+class SearchHits(BaseModel):
+    hits: list[KBHit]
+
+
+class PostedMessage(BaseModel):
+    id: str
+    sender: str
+    content: str
+    ts: str
+
+
+def verdict_of(
+    result: VerificationResult,
+    member: str,
+    executed: Executed | None = None,
+    *,
+    error: str | None = None,
+) -> Verdict:
+    """The verdict of ``result``; ``member`` is the name given, when no member decided."""
+    return Verdict(
+        verification_id=result.id,
+        member=result.member or member,
+        decision=result.decision.value,
+        codes=[c.code for c in result.checks if c.blocking],
+        reason=result.reason,
+        recommendation=result.recommendation,
+        fallback=result.fallback,
+        executed=executed,
+        error=error,
+        checks=[
+            CheckBrief(stage=c.stage.value, code=c.code, passed=c.passed, reason=c.reason)
+            for c in result.checks
+            if result.decision is not Decision.APPROVED  # keep approvals light on the wire
+        ],
+    )
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A tool's answer, and the verdict in it (which also goes to the client's log)."""
+
+    result: CallToolResult
+    verdict: Verdict
+
+
+def _reply(payload: Verdict | Guarded[Any], *, is_error: bool) -> Reply:
+    verdict = payload if isinstance(payload, Verdict) else payload.verdict
+    text = [TextContent(type="text", text=payload.model_dump_json(exclude_none=True))]
+    data = payload.model_dump(mode="json")
+    return Reply(CallToolResult(content=text, structured_content=data, is_error=is_error), verdict)
+
+
+def success(payload: Verdict | Guarded[Any]) -> Reply:
+    return _reply(payload, is_error=False)
+
+
+def refusal(payload: Verdict | Guarded[Any]) -> Reply:
+    """isError with the structured verdict: the model reads why and what to do instead."""
+    return _reply(payload, is_error=True)
