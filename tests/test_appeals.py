@@ -19,7 +19,7 @@ from lingyi.appeals import (
     list_appeals,
     resolve_appeal,
 )
-from lingyi.review_cli import main
+from lingyi.cli import main
 from lingyi.vlog import verify_chain
 from tests.test_stats import R2, R3, R5, write_config, write_log
 

@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from lingyi.appeals import file_appeal
+from lingyi.cli import main
 from lingyi.logquery import Query, Skipped, format_human, query_log, tail_log
-from lingyi.review_cli import main
 from tests.test_stats import R1, R2, R3, R4, R5, R6, vrec, write_config, write_log
 
 

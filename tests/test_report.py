@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from lingyi.appeals import file_appeal, resolve_appeal
+from lingyi.cli import main
 from lingyi.report import (
     nice_ceiling,
     render_html,
@@ -22,7 +23,6 @@ from lingyi.report import (
     weekly_stats,
     write_report,
 )
-from lingyi.review_cli import main
 from lingyi.stats import last_full_week, resolve_zone
 from tests.test_stats import WEEK, config_for, vrec, write_config, write_log
 

@@ -13,8 +13,8 @@ import pytest
 
 from lingyi import stats
 from lingyi.appeals import file_appeal, resolve_appeal
+from lingyi.cli import main
 from lingyi.config import Config, load_config
-from lingyi.review_cli import main
 from lingyi.stats import (
     STATS_SCHEMA,
     LatencyHistogram,

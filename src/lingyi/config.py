@@ -68,7 +68,7 @@ class LogSection(_Strict):
 
 
 class DataSourceEntry(_Strict):
-    """One registered data source (the table name is the source's name)."""
+    """Each is a table [data_sources.NAME]; models call the source by NAME."""
 
     kind: Literal["file", "http"] = Field(
         "file", description="A file under the data roots, or an HTTP(S) endpoint."
@@ -84,7 +84,9 @@ class DataSourceEntry(_Strict):
         examples=["https://example.org/data.csv"],
     )
     format: Literal["csv", "json", "jsonl"] | None = Field(
-        None, description="Format of the data; unset: from the file suffix (or the Content-Type)."
+        None,
+        description="Format of the data; unset: from the file suffix (or the Content-Type).",
+        examples=["csv"],
     )
     description: str = Field("", description="What the data set holds, shown to models.")
 
@@ -100,7 +102,7 @@ class EvidenceSection(_Strict):
 
 
 class TokenEntry(_Strict):
-    """A bearer token for Streamable HTTP, bound to the members it may speak for."""
+    """Each [[server.tokens]] entry is one client's token, bound to the members it may speak for."""
 
     name: str = Field(
         description="A name for the client (shown in logs and errors).", examples=["desktop"]

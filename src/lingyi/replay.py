@@ -80,7 +80,7 @@ class Replayer:
         guard.layer.council = self.council  # never the server's record
         self._context_only = False
 
-    def preload(self, lines: Iterable[str]) -> list[TranscriptError]:
+    def preload(self, lines: Iterable[str | bytes]) -> list[TranscriptError]:
         """Apply only tool_result and council_message events (context for one verification)."""
         self._context_only = True
         try:
@@ -88,7 +88,9 @@ class Replayer:
         finally:
             self._context_only = False
 
-    def run(self, lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
+    def run(
+        self, lines: Iterable[str | bytes]
+    ) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
         """Yield (line, output) per assertion and (line, error) per bad line, in order."""
         for lineno, event in read_events(lines):
             if isinstance(event, TranscriptError):
