@@ -168,7 +168,7 @@ class JudgeSection(_Strict):
 
 
 class ConfigFile(_Strict):
-    """A deployment's lingyi.toml."""
+    """Keys at the top of lingyi.toml, before any table."""
 
     language: Literal["zh", "en"] = Field(
         "zh",

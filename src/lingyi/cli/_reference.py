@@ -168,14 +168,14 @@ def config_markdown() -> str:
     return "\n".join(out)
 
 
-def _key_row(key: Key) -> str:
+def _key_row(key: Key, *, described: bool = True) -> str:
     if key.default is REQUIRED:
         default = "required"
     elif key.default is None:
         default = "unset"
     else:
         default = f"`{toml_value(key.default)}`"
-    cells = [f"`{key.name}`", key.type, default, key.description]
+    cells = [f"`{key.name}`", key.type, default] + ([key.description] if described else [])
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
@@ -288,9 +288,11 @@ def checks_markdown(entries: list[dict[str, Any]]) -> str:
         out.append(entry["doc"] + "\n")
         out.append(f"Stage: `{entry['stage'] or '-'}` · runs for: {where}\n")
         keys = [_key(n, f) for n, f in spec.params.model_fields.items()]
+        described = any(k.description for k in keys)
         if keys:
-            out.append("| parameter | type | default | description |\n|---|---|---|---|")
-            out += [_key_row(k) for k in keys]
+            out.append("| parameter | type | default |" + (" description |" if described else ""))
+            out.append("|---|---|---|" + ("---|" if described else ""))
+            out += [_key_row(k, described=described) for k in keys]
         else:
             out.append("No parameters.")
         out.append("")

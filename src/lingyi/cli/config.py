@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lingyi.backends.kb import KnowledgeBase
 from lingyi.cli._app import EXIT_OK, App, Group, cli, entry, json_option
 from lingyi.config import Config, Origin
 from lingyi.errors import LingyiError
@@ -62,6 +63,7 @@ def config_view(config: Config) -> dict[str, Any]:
         "config": _located(config.source, config.origins["config"]),
         "paths": _paths(config),
         "policies": _policies(config),
+        "knowledge_base": _knowledge_base(config),
         "language": raw.language,
         "timezone": raw.timezone or None,
         "data_sources": sorted(raw.data_sources),
@@ -89,6 +91,19 @@ def _policies(config: Config) -> dict[str, Any]:
     }
 
 
+def _knowledge_base(config: Config) -> dict[str, Any]:
+    """How many documents are in effect, and each one that was skipped and why."""
+    try:
+        kb = KnowledgeBase(config.kb_dir)
+    except LingyiError as exc:
+        return {"ok": False, "error": str(exc), "documents": 0, "problems": []}
+    try:
+        problems = [p.model_dump() for p in kb.problems]
+        return {"ok": not problems, "documents": len(kb), "problems": problems}
+    finally:
+        kb.close()
+
+
 def view_text(app: App, view: dict[str, Any]) -> str:
     rows = [("config", view["config"]), *view["paths"].items()]
     lines = [
@@ -104,6 +119,7 @@ def view_text(app: App, view: dict[str, Any]) -> str:
         lines.append(
             f"{'policies':<15} {app.paint('INVALID', fg='red', bold=True)}: {pol['error']}"
         )
+    lines += _kb_text(app, view["knowledge_base"])
     server, judge = view["server"], view["judge"]
     lines += [
         f"{'language':<15} {view['language']}",
@@ -117,3 +133,13 @@ def view_text(app: App, view: dict[str, Any]) -> str:
 
 def _shown(path: str | list[str]) -> str:
     return (", ".join(path) or "(none)") if isinstance(path, list) else path
+
+
+def _kb_text(app: App, kb: dict[str, Any]) -> list[str]:
+    if "error" in kb:
+        return [f"{'documents':<15} {app.paint('NONE', fg='red', bold=True)}: {kb['error']}"]
+    lines = [f"{'documents':<15} {kb['documents']} in the knowledge base"]
+    for p in kb["problems"]:
+        where = f"{p['file']}:{p['line']}" if p["line"] else p["file"]
+        lines.append(f"{'':<15} {app.paint('skipped', fg='yellow')} {where}: {p['message']}")
+    return lines
