@@ -12,7 +12,6 @@ Shell completion is click's: ``lingyi completion bash`` prints the script to sou
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 
@@ -46,9 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:  # Ctrl-C, or a declined prompt
         sys.stderr.write("\nlingyi: interrupted\n")
         return 130
-    except BrokenPipeError:  # `lingyi log query | head`: the reader is gone, not an error
-        _quiet_stdout()
-        return 0
     return code if isinstance(code, int) else 0
 
 
@@ -63,9 +59,3 @@ def _usage_error(exc: click.ClickException, *, as_json: bool) -> int:
         problem = {"kind": "usage", "message": exc.format_message()}
         click.echo(json.dumps({"ok": False, "errors": [problem]}, ensure_ascii=False))
     return EXIT_BAD_INPUT if isinstance(exc, click.UsageError) else exc.exit_code
-
-
-def _quiet_stdout() -> None:
-    # Python flushes stdout at exit and would report the broken pipe again.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -162,8 +164,17 @@ def entry(fn: Callable[..., int]) -> Callable[..., int]:
             return fn(app, **kwargs)
         except LingyiError as exc:
             return fail(app, exc, as_json=bool(kwargs.get("as_json")))
+        except BrokenPipeError:  # `lingyi log query | head`: the reader is gone, not an error
+            quiet_stdout()
+            return EXIT_OK
 
     return run
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device: Python flushes it at exit and would fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def json_option(fn: F) -> F:
