@@ -21,18 +21,11 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 
-from lingyi import __version__, _logging
+from lingyi import __version__, _logging, errors
 from lingyi._validation import problems
 from lingyi.cli._output import ColorMode, Printer, Progress
 from lingyi.config import Config, ConfigFileError, load_config
-from lingyi.errors import (
-    BackendError,
-    ConfigError,
-    LingyiError,
-    LogError,
-    PolicyError,
-    TranscriptError,
-)
+from lingyi.errors import LingyiError, PolicyError, TranscriptError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -91,41 +84,24 @@ def _store(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     return store
 
 
+_GLOBALS: tuple[tuple[list[str], str, dict[str, Any], str], ...] = (
+    (["--config"], "config_path", {"metavar": "PATH"},
+     "Config file (default: $LINGYI_CONFIG, ./config/lingyi.toml, packaged defaults)."),
+    (["--log"], "log_path", {"metavar": "PATH"},
+     "Verification log (overrides the config and $LINGYI_LOG)."),
+    (["-v", "--verbose"], "verbose", {"is_flag": True}, "Debug logging on stderr."),
+    (["--color"], "color", {"type": click.Choice(["auto", "always", "never"])},
+     "Colour: on a terminal only (auto, honours $NO_COLOR), always, never."),
+)  # fmt: skip
+
+
 def global_options(*, hidden: bool) -> list[click.Parameter]:
     """``--config``, ``--log``, ``-v``, ``--color``; shown on the top level, hidden after."""
     return [
         click.Option(
-            ["--config"],
-            metavar="PATH",
-            expose_value=False,
-            hidden=hidden,
-            callback=_store("config_path"),
-            help="Config file (default: $LINGYI_CONFIG, ./config/lingyi.toml, packaged defaults).",
-        ),
-        click.Option(
-            ["--log"],
-            metavar="PATH",
-            expose_value=False,
-            hidden=hidden,
-            callback=_store("log_path"),
-            help="Verification log (overrides the config and $LINGYI_LOG).",
-        ),
-        click.Option(
-            ["-v", "--verbose"],
-            is_flag=True,
-            expose_value=False,
-            hidden=hidden,
-            callback=_store("verbose"),
-            help="Debug logging on stderr.",
-        ),
-        click.Option(
-            ["--color"],
-            type=click.Choice(["auto", "always", "never"]),
-            expose_value=False,
-            hidden=hidden,
-            callback=_store("color"),
-            help="Colour: on a terminal only (auto, honours $NO_COLOR), always, never.",
-        ),
+            opts, expose_value=False, hidden=hidden, callback=_store(attr), help=text, **extra
+        )
+        for opts, attr, extra, text in _GLOBALS
     ]
 
 
@@ -196,11 +172,9 @@ def fail(app: App, exc: LingyiError, *, as_json: bool) -> int:
 
 
 _KINDS: tuple[tuple[type[LingyiError], str], ...] = (
-    (PolicyError, "policy"),
-    (ConfigError, "config"),
-    (TranscriptError, "transcript"),
-    (LogError, "log"),
-    (BackendError, "backend"),
+    (errors.ConfigError, "config"),
+    (errors.LogError, "log"),
+    (errors.BackendError, "backend"),
 )
 
 
