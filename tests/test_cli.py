@@ -246,6 +246,8 @@ def test_policy_check_passes_on_shipped_policies() -> None:
         ('[server]\nport = "high"\n', 'server.port: must be an integer, not "high"'),
         ('[log]\nfsync = "sometimes"\n', 'log.fsync: must be true or false, not "sometimes"'),
         ('[[server.tokens]]\nenv = "X"\n', "server.tokens[0].name: required key is missing"),
+        ('[data_sources.x]\nkind = "http"\n', "data_sources.x: an http data source needs 'url'"),
+        ("[data_sources.x]\n", "data_sources.x: a file data source needs 'path'"),
         ("[paths\n", "cannot read config"),
     ],
 )

@@ -310,6 +310,23 @@ def _parse(path: Path) -> ConfigFile:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
     try:
-        return ConfigFile.model_validate(data)
+        raw = ConfigFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigFileError(path, problems(exc, ConfigFile)) from exc
+    if found := _data_source_problems(raw):
+        raise ConfigFileError(path, found)
+    return raw
+
+
+def _data_source_problems(raw: ConfigFile) -> list[Problem]:
+    """What the data backend would refuse (a file without a path, an http source without an
+    http(s) URL), found when the config loads instead of when the server starts."""
+    from lingyi.backends.data import DataSource  # the backend owns the rule; loaded only here
+
+    found: list[Problem] = []
+    for name, entry in raw.data_sources.items():
+        try:
+            DataSource(name=name, **entry.model_dump())
+        except ValidationError as exc:
+            found += problems(exc, DataSource, prefix=f"data_sources.{name}")
+    return found
