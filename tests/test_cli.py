@@ -14,9 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from lingyi.cli import main
+from lingyi.cli._app import App, Command, entry
+from lingyi.models import Assertion
 from lingyi.vlog import iter_log
 from tests.conftest import ROOT, SHIPPED_POLICIES
 from tests.test_replay import lingyi
@@ -517,3 +520,21 @@ def test_completion_prints_the_script_for_each_shell(capsys: pytest.CaptureFixtu
     for shell in ("bash", "zsh", "fish"):
         code, out, _ = run(capsys, "completion", shell)
         assert code == 0 and "_LINGYI_COMPLETE" in out and f"{shell}_complete" in out
+
+
+def test_a_validation_error_no_loader_translated_is_still_in_our_words(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The last line of defence: a pydantic error escaping a command is exit 2, in our words,
+    without pydantic's wording or help link."""
+
+    @click.command(cls=Command)
+    @entry
+    def broken(app: App) -> int:
+        Assertion.model_validate({"member": "lingyi", "type": "opinion"})
+        return 0
+
+    assert broken.main([], standalone_mode=False, obj=App()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('lingyi: error: Assertion: type: "opinion" is not allowed')
+    assert "errors.pydantic.dev" not in err and "Input should" not in err

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import click
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from lingyi import __version__, _logging, errors
 from lingyi._validation import problems
@@ -140,6 +140,10 @@ def entry(fn: Callable[..., int]) -> Callable[..., int]:
             return fn(app, **kwargs)
         except LingyiError as exc:
             return fail(app, exc, as_json=bool(kwargs.get("as_json")))
+        except ValidationError as exc:  # a model no loader translated: still our words
+            return fail(
+                app, input_error(exc.title, exc, BaseModel), as_json=bool(kwargs.get("as_json"))
+            )
         except BrokenPipeError:  # `lingyi log query | head`: the reader is gone, not an error
             quiet_stdout()
             return EXIT_OK
