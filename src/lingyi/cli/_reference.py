@@ -70,16 +70,11 @@ def type_text(annotation: Any) -> str:
 
 
 def _plural(text: str) -> str:
+    """``array of string`` reads ``array of strings``; a literal's values stay as they are."""
     head, _, rest = text.partition(" ")
-    plural = {
-        "string": "strings",
-        "integer": "integers",
-        "number": "numbers",
-        "boolean": "booleans",
-        "array": "arrays",
-        "table": "tables",
-    }
-    return " ".join(filter(None, [plural.get(head, head), rest]))
+    if head not in ("string", "integer", "number", "boolean", "array", "table"):
+        return text
+    return f"{head}s {rest}".rstrip()
 
 
 def toml_value(value: Any) -> str:
