@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lingyi.checks import REGISTRY, load_plugins
+from lingyi.cli import main
 from lingyi.council import MemoryCouncil
 from lingyi.layer import ConstraintLayer
 from lingyi.ledger import Ledger
@@ -67,3 +69,16 @@ def test_a_plugin_check_is_usable_from_a_policy(
     layer = ConstraintLayer(load_policies(folder), MemoryCouncil(), language="en")
     result = layer.verify(Assertion(member="m", type="fact", content=content), Ledger())
     assert result.decision == decision
+
+
+def test_policy_checks_lists_a_plugin_check_and_where_it_comes_from(
+    installed_plugin: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`lingyi policy checks --json` lists an entry-point check with its module, its doc and
+    its parameters' schema, beside the built-in ones."""
+    assert main(["policy", "checks", "--json"]) == 0
+    by_code = {c["code"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    acme = by_code["acme.no_words"]
+    assert acme["module"] == "acme_checks" and acme["stage"] is None and acme["used_by"] == []
+    assert acme["doc"].startswith("Refuse content") and acme["params"]["required"] == ["words"]
+    assert by_code["boundary.medical"]["module"] == "lingyi.checks.boundary"

@@ -156,3 +156,118 @@ def test_replay_never_touches_the_server_council_record(tmp_path: Path) -> None:
     )
     assert json.loads(env_run.stdout)["decision"] == "rejected"  # m-9 was not consulted
     assert council.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- several transcripts
+
+KB_EVIDENCE = (
+    '{"event":"tool_result","session":"s1","member":"lingzhi","tool":"search_knowledge",'
+    '"arguments":{"query":"气功"},"evidence":[{"id":"kb:qg-001","title":"气功源流"}]}\n'
+)
+
+
+def cites_kb(name: str, expect: str) -> str:
+    return (
+        f'{{"event":"assertion","id":"{name}","session":"s1","member":"lingzhi","type":"fact",'
+        f'"content":"知识库中有关于气功的文章","evidence_ids":["kb:qg-001"],"expect":"{expect}"}}\n'
+    )
+
+
+def test_a_folder_replays_every_transcript_in_it(tmp_path: Path) -> None:
+    """`replay --check DIR` runs every *.jsonl below DIR, subfolders too, like `opa test DIR`.
+
+    (The labelled sets in examples/eval* are measurements with known misses, not policy
+    tests; the shipped examples are copied into a folder tree instead.)
+    """
+    for i, transcript in enumerate(EXAMPLES):
+        target = tmp_path / ("nested" if i % 2 else "") / transcript.name
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(transcript.read_bytes())
+    (tmp_path / "notes.txt").write_text("not a transcript", encoding="utf-8")
+    done = lingyi("--log", str(tmp_path / "l.jsonl"), "replay", "--check", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.strip().endswith(f"0 bad lines in {len(EXAMPLES)} transcripts")
+
+
+def test_each_transcript_starts_from_an_empty_ledger(tmp_path: Path) -> None:
+    """Evidence recorded in one transcript does not back a claim in the next one."""
+    (tmp_path / "a.jsonl").write_text(
+        KB_EVIDENCE + cites_kb("backed", "approved"), encoding="utf-8"
+    )
+    (tmp_path / "b.jsonl").write_text(cites_kb("unbacked", "rejected"), encoding="utf-8")
+    done = lingyi("--log", str(tmp_path / "l.jsonl"), "replay", "--check", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(x)["decision"] for x in done.stdout.splitlines()] == ["approved", "rejected"]
+    assert "2 of 2 expectations met, 0 bad lines in 2 transcripts" in done.stderr
+
+
+def test_json_mode_names_file_and_line_and_ends_with_a_summary(tmp_path: Path) -> None:
+    """--json: each verdict carries its file, line and whether it met its expectation; bad
+    lines are JSON lines too; the last line sums up."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        KB_EVIDENCE + "{broken\n" + cites_kb("ok", "approved") + cites_kb("wrong", "rejected"),
+        encoding="utf-8",
+    )
+    done = lingyi(
+        "--log", str(tmp_path / "l.jsonl"), "replay", "--check", "--json", str(transcript)
+    )
+    rows = [json.loads(x) for x in done.stdout.splitlines()]
+    assert done.returncode == 2  # a bad line outranks a mismatch
+    assert rows[0] == {"file": str(transcript), "line": 2, "error": rows[0]["error"]}
+    assert [(r["id"], r["line"], r["met"]) for r in rows[1:3]] == [
+        ("ok", 3, True),
+        ("wrong", 4, False),
+    ]
+    assert rows[3] == {
+        "summary": {"transcripts": 1, "assertions": 2, "expectations": 2, "met": 1, "bad_lines": 1}
+    }
+
+
+def test_an_unreadable_transcript_is_reported_and_the_others_run(tmp_path: Path) -> None:
+    """A transcript that cannot be read is named on stderr (exit 2); the others still run."""
+    good = tmp_path / "good.jsonl"
+    good.write_text(KB_EVIDENCE + cites_kb("x", "approved"), encoding="utf-8")
+    done = lingyi(
+        "--log", str(tmp_path / "l.jsonl"), "replay", str(tmp_path / "gone.jsonl"), str(good)
+    )
+    assert done.returncode == 2
+    assert "gone.jsonl: cannot read transcript" in done.stderr
+    assert [json.loads(x)["id"] for x in done.stdout.splitlines()] == ["x"]
+
+
+def test_a_line_that_is_not_utf8_is_one_bad_line(tmp_path: Path) -> None:
+    """Invalid UTF-8 on one line is reported with its number; the lines after it still run."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(
+        b'{"event":"assertion","content":"\xff"}\n' + cites_kb("after", "rejected").encode()
+    )
+    done = lingyi("--log", str(tmp_path / "l.jsonl"), "replay", str(transcript))
+    assert done.returncode == 2 and "t.jsonl:line 1: not valid UTF-8" in done.stderr
+    assert [json.loads(x)["id"] for x in done.stdout.splitlines()] == ["after"]
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        ('{"event":"assertion","member":"lingyi","type":"opinion"}', 'type: "opinion" is not allowed; valid values: fact, action, communication'),
+        ('{"event":"assertion","type":"fact"}', "member: required key is missing"),
+        ('{"event":"council_message","content":"x"}', "from: required key is missing"),
+        ('{"event":"tool_result","evidence":[{"title":"t"}]}', "evidence[0].id: required key is missing"),
+        ('{"event":"tool_result","evidence":"kb:1"}', 'evidence: must be a list, not "kb:1"'),
+    ],
+)  # fmt: skip
+def test_a_bad_event_names_its_key_and_the_valid_values(
+    tmp_path: Path, event: str, message: str
+) -> None:
+    """An event that does not fit its schema is reported as FILE:line N: key: what is wrong."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(event + "\n", encoding="utf-8")
+    done = lingyi("--log", str(tmp_path / "l.jsonl"), "replay", str(transcript))
+    assert done.returncode == 2 and f"t.jsonl:line 1: {message}" in done.stderr
+
+
+def test_a_folder_without_transcripts_is_bad_input(tmp_path: Path) -> None:
+    """An empty folder is exit 2 naming it, not a silent success with nothing tested."""
+    done = lingyi("replay", "--check", str(tmp_path))
+    assert done.returncode == 2 and "no transcripts (*.jsonl) in this folder" in done.stderr

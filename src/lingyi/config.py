@@ -4,6 +4,11 @@ Search order (the design's contract): ``--config PATH``, ``$LINGYI_CONFIG``,
 ``./config/lingyi.toml``, then the defaults packaged with lingyi. Paths inside a file are
 relative to that file (``~`` expands). ``--log``/``$LINGYI_LOG`` and ``$LINGYI_COUNCIL``
 override the log and the council record.
+
+Every key carries its description here, in the model: the configuration reference
+(``docs/configuration.md``) and the config ``lingyi init`` writes are generated from it, so
+they cannot drift from what is accepted. :attr:`Config.origins` says where each path in effect
+came from (a flag, an environment variable, the file, a default), for ``lingyi config show``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lingyi._validation import Problem, problems
 from lingyi.errors import ConfigError
 
 
@@ -29,69 +35,166 @@ class _Strict(BaseModel):
 
 
 class PathsSection(_Strict):
-    validators: str = "validators"
-    log: str = "~/.local/state/lingyi/verification.jsonl"
-    council: str = "~/.local/state/lingyi/council.jsonl"
-    knowledge_base: str = "kb"
-    repo_roots: list[str] = Field(default_factory=list)
-    data_roots: list[str] = Field(default_factory=lambda: ["data"])
+    """Where lingyi reads and writes. Relative paths are relative to the config file."""
+
+    validators: str = Field("validators", description="Folder of member policy files (*.toml).")
+    log: str = Field(
+        "~/.local/state/lingyi/verification.jsonl",
+        description="The verification log (JSONL, hash-chained). --log and $LINGYI_LOG override it.",
+    )
+    council: str = Field(
+        "~/.local/state/lingyi/council.jsonl",
+        description="The council record: messages members really posted. $LINGYI_COUNCIL overrides it.",
+    )
+    knowledge_base: str = Field(
+        "kb", description="Folder of Markdown documents searched by search_knowledge."
+    )
+    repo_roots: list[str] = Field(
+        default_factory=list,
+        description="Folders under which git tools may act on repositories (empty: none).",
+    )
+    data_roots: list[str] = Field(
+        default_factory=lambda: ["data"],
+        description="Folders that file data sources are read from; a source's path is relative to the first.",
+    )
 
 
 class LogSection(_Strict):
-    fsync: bool = False
+    """How the verification log is written."""
+
+    fsync: bool = Field(
+        False, description="fsync every record: survives power loss, costs ~0.3 ms a record."
+    )
 
 
 class DataSourceEntry(_Strict):
-    kind: Literal["file", "http"] = "file"
-    path: str | None = None
-    url: str | None = None
-    format: Literal["csv", "json", "jsonl"] | None = None
-    description: str = ""
+    """Each is a table [data_sources.NAME]; models call the source by NAME."""
+
+    kind: Literal["file", "http"] = Field(
+        "file", description="A file under the data roots, or an HTTP(S) endpoint."
+    )
+    path: str | None = Field(
+        None,
+        description='For kind = "file": the file, relative to the first data root.',
+        examples=["sample.csv"],
+    )
+    url: str | None = Field(
+        None,
+        description='For kind = "http": the URL to fetch.',
+        examples=["https://example.org/data.csv"],
+    )
+    format: Literal["csv", "json", "jsonl"] | None = Field(
+        None,
+        description="Format of the data; unset: from the file suffix (or the Content-Type).",
+        examples=["csv"],
+    )
+    description: str = Field("", description="What the data set holds, shown to models.")
 
 
 class EvidenceSection(_Strict):
-    trace_backend_url: str = ""
-    trace_timeout_s: float = 1.0
+    """Where evidence that is not in the session ledger can be confirmed."""
+
+    trace_backend_url: str = Field(
+        "",
+        description="Trace backend: GET {url}/{id} answers 2xx when a trace id exists, 404 when not (empty: none).",
+    )
+    trace_timeout_s: float = Field(1.0, description="Timeout of one trace lookup, in seconds.")
 
 
 class TokenEntry(_Strict):
-    name: str
-    env: str | None = None
-    token: str | None = None
-    members: list[str] = Field(default_factory=list)
+    """Each [[server.tokens]] entry is one client's token, bound to the members it may speak for."""
+
+    name: str = Field(
+        description="A name for the client (shown in logs and errors).", examples=["desktop"]
+    )
+    env: str | None = Field(
+        None,
+        description="Environment variable that holds the token.",
+        examples=["LINGYI_TOKEN_DESKTOP"],
+    )
+    token: str | None = Field(
+        None, description="The token itself (for tests; prefer env).", examples=["change-me"]
+    )
+    members: list[str] = Field(
+        default_factory=list, description="Members this token may speak for (empty: every member)."
+    )
 
     def value(self) -> str | None:
         return os.environ.get(self.env) if self.env else self.token
 
 
 class ServerSection(_Strict):
-    host: str = "127.0.0.1"
-    port: int = 8765
-    allowed_hosts: list[str] = Field(default_factory=list)
-    allowed_origins: list[str] = Field(default_factory=list)
-    tokens: list[TokenEntry] = Field(default_factory=list)
+    """The MCP server (lingyi serve)."""
+
+    host: str = Field("127.0.0.1", description="HTTP bind address (lingyi serve --http).")
+    port: int = Field(8765, description="HTTP port (lingyi serve --http).")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host headers accepted over HTTP (empty: loopback names with the port).",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Origin headers accepted over HTTP (empty: loopback origins with the port).",
+    )
+    tokens: list[TokenEntry] = Field(
+        default_factory=list, description="Bearer tokens; with none, HTTP serves loopback only."
+    )
 
 
 class JudgeSection(_Strict):
-    enabled: bool = False
-    model: str = "claude-haiku-4-5"
-    base_url: str | None = None
-    api_key_env: str = "ANTHROPIC_API_KEY"
-    timeout_s: float = 20.0
-    on_error: Literal["pass", "fail"] = "pass"
-    on_fail: Literal["reject", "fallback", "warn"] = "reject"
-    members: list[str] = Field(default_factory=list)
+    """The optional LLM judge: a second opinion after every deterministic check passed."""
+
+    enabled: bool = Field(False, description="Run the judge at all.")
+    model: str = Field("claude-haiku-4-5", description="Model name for the Messages API.")
+    base_url: str | None = Field(
+        None,
+        description="A Messages-API compatible endpoint (unset: Anthropic's).",
+        examples=["http://127.0.0.1:8080"],
+    )
+    api_key_env: str = Field(
+        "ANTHROPIC_API_KEY",
+        description="Environment variable that holds the API key (never logged).",
+    )
+    timeout_s: float = Field(20.0, description="Timeout of one judge call, in seconds.")
+    on_error: Literal["pass", "fail"] = Field(
+        "pass", description="When the judge cannot be reached: pass (recorded as degraded) or fail."
+    )
+    on_fail: Literal["reject", "fallback", "warn"] = Field(
+        "reject", description="What a negative judgement does to the decision."
+    )
+    members: list[str] = Field(
+        default_factory=list, description="Members the judge runs for (empty: every member)."
+    )
 
 
 class ConfigFile(_Strict):
-    language: Literal["zh", "en"] = "zh"
-    timezone: str = ""
+    """Keys at the top of lingyi.toml, before any table."""
+
+    language: Literal["zh", "en"] = Field(
+        "zh",
+        description="Language of reasons and recommendations (a member's policy may override it).",
+    )
+    timezone: str = Field(
+        "", description="IANA zone for days and weeks in stats and reports (empty: the machine's)."
+    )
     paths: PathsSection = Field(default_factory=PathsSection)
     log: LogSection = Field(default_factory=LogSection)
-    data_sources: dict[str, DataSourceEntry] = Field(default_factory=dict)
+    data_sources: dict[str, DataSourceEntry] = Field(
+        default_factory=dict, description="Registered data sources, by name."
+    )
     evidence: EvidenceSection = Field(default_factory=EvidenceSection)
     server: ServerSection = Field(default_factory=ServerSection)
     judge: JudgeSection = Field(default_factory=JudgeSection)
+
+
+OriginKind = Literal["flag", "env", "cwd", "packaged", "file", "default"]
+
+
+class Origin(BaseModel):
+    """Where a setting in effect came from: ``kind`` for programs, ``detail`` for people."""
+
+    kind: OriginKind
+    detail: str
 
 
 class Config(BaseModel):
@@ -105,6 +208,7 @@ class Config(BaseModel):
     kb_dir: Path
     repo_roots: list[Path]
     data_roots: list[Path]
+    origins: dict[str, Origin] = Field(default_factory=dict)
 
     @property
     def language(self) -> str:
@@ -115,32 +219,82 @@ class Config(BaseModel):
         return self.raw.timezone
 
 
+class ConfigFileError(ConfigError):
+    """A config file that does not validate: every problem, each naming its key."""
+
+    def __init__(self, path: Path, found: list[Problem]) -> None:
+        self.path, self.problems = path, found
+        super().__init__("\n".join(f"{path}: {p.key}: {p.message}" for p in found))
+
+
+_LOCAL = Path("config/lingyi.toml")
+
+
 def find_config(explicit: str | Path | None = None) -> Path:
+    return locate_config(explicit)[0]
+
+
+def locate_config(explicit: str | Path | None = None) -> tuple[Path, Origin]:
+    """The config file by the search order, and which rule of the order found it."""
     if explicit:
-        return Path(explicit)
+        return Path(explicit), Origin(kind="flag", detail="--config")
     if env := os.environ.get("LINGYI_CONFIG"):
-        return Path(env)
-    local = Path("config/lingyi.toml")
-    return local if local.is_file() else defaults_dir() / "lingyi.toml"
+        return Path(env), Origin(kind="env", detail="$LINGYI_CONFIG")
+    if _LOCAL.is_file():
+        return _LOCAL, Origin(kind="cwd", detail=f"./{_LOCAL.as_posix()}")
+    return defaults_dir() / "lingyi.toml", Origin(kind="packaged", detail="packaged defaults")
 
 
 def load_config(explicit: str | Path | None = None, *, log: str | Path | None = None) -> Config:
     """Load the config by the search order and apply the log/council overrides."""
-    path = find_config(explicit)
+    path, found_by = locate_config(explicit)
     raw = _parse(path)
     base = path.resolve().parent
-    log_path = log or os.environ.get("LINGYI_LOG") or _under(base, raw.paths.log)
-    council = os.environ.get("LINGYI_COUNCIL") or _under(base, raw.paths.council)
+    log_value, log_origin = _override(log, "--log", "LINGYI_LOG", raw, "log", path)
+    council, council_origin = _override(None, "", "LINGYI_COUNCIL", raw, "council", path)
     return Config(
         source=path.resolve(),
         raw=raw,
         validators_dir=_under(base, raw.paths.validators),
-        log_path=Path(log_path).expanduser().absolute(),
-        council_path=Path(council).expanduser().absolute(),
+        log_path=_absolute(log_value, base, from_file=log_origin.kind in ("file", "default")),
+        council_path=_absolute(council, base, from_file=council_origin.kind in ("file", "default")),
         kb_dir=_under(base, raw.paths.knowledge_base),
         repo_roots=[_under(base, p) for p in raw.paths.repo_roots],
         data_roots=[_under(base, p) for p in raw.paths.data_roots],
+        origins={
+            "config": found_by,
+            "log": log_origin,
+            "council": council_origin,
+            **{key: _file_origin(raw, key, path) for key in _PATH_KEYS},
+        },
     )
+
+
+_PATH_KEYS = ("validators", "knowledge_base", "repo_roots", "data_roots")
+
+
+def _override(
+    given: str | Path | None, flag: str, env: str, raw: ConfigFile, key: str, path: Path
+) -> tuple[str, Origin]:
+    """A path that a flag, then an environment variable, may override before the file."""
+    if given:
+        return str(given), Origin(kind="flag", detail=flag)
+    if value := os.environ.get(env):
+        return value, Origin(kind="env", detail=f"${env}")
+    return str(getattr(raw.paths, key)), _file_origin(raw, key, path)
+
+
+def _file_origin(raw: ConfigFile, key: str, path: Path) -> Origin:
+    if key in raw.paths.model_fields_set:
+        return Origin(kind="file", detail=f"paths.{key} in {path}")
+    return Origin(kind="default", detail=f"default of paths.{key}, relative to {path}")
+
+
+def _absolute(value: str, base: Path, *, from_file: bool) -> Path:
+    # A flag or variable is relative to where the user is, a file's value to the file.
+    if from_file:
+        return _under(base, value)
+    return Path(value).expanduser().absolute()
 
 
 def _under(base: Path, value: str) -> Path:
@@ -156,12 +310,23 @@ def _parse(path: Path) -> ConfigFile:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
     try:
-        return ConfigFile.model_validate(data)
+        raw = ConfigFile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {_first_error(exc)}") from exc
+        raise ConfigFileError(path, problems(exc, ConfigFile)) from exc
+    if found := _data_source_problems(raw):
+        raise ConfigFileError(path, found)
+    return raw
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    key = ".".join(str(p) for p in err["loc"])
-    return f"{key}: {err['msg']}"
+def _data_source_problems(raw: ConfigFile) -> list[Problem]:
+    """What the data backend would refuse (a file without a path, an http source without an
+    http(s) URL), found when the config loads instead of when the server starts."""
+    from lingyi.backends.data import DataSource  # the backend owns the rule; loaded only here
+
+    found: list[Problem] = []
+    for name, entry in raw.data_sources.items():
+        try:
+            DataSource(name=name, **entry.model_dump())
+        except ValidationError as exc:
+            found += problems(exc, DataSource, prefix=f"data_sources.{name}")
+    return found

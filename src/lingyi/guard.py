@@ -16,11 +16,12 @@ from lingyi.backends.kb import KnowledgeBase
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
+from lingyi.errors import PolicyError
 from lingyi.layer import ConstraintLayer, Judge, Scope
 from lingyi.ledger import Ledger
 from lingyi.log import VerificationLog, verification_record
 from lingyi.models import Assertion, Evidence, VerificationResult
-from lingyi.policy import PolicySet, PolicyStore
+from lingyi.policy import PolicySet, PolicyStore, load_policies
 
 
 def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:
@@ -62,6 +63,17 @@ def kb_domains(policies: PolicySet) -> list[str] | None:
     owner = policies.tool_owner(KB_TOOL)
     spec = owner.tools[KB_TOOL].args.get("domains") if owner else None
     return spec.values if spec else None
+
+
+def open_kb(config: Config, policies: PolicySet | None = None) -> KnowledgeBase:
+    """The deployment's knowledge base with the domains its policy allows (any domain when
+    the policies cannot be read: a broken policy must not hide the KB's own problems)."""
+    if policies is None:
+        try:
+            policies = load_policies(config.validators_dir)
+        except PolicyError:
+            return KnowledgeBase(config.kb_dir)
+    return KnowledgeBase(config.kb_dir, domains=kb_domains(policies))
 
 
 def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:

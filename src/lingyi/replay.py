@@ -12,8 +12,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lingyi._validation import problems
 from lingyi.council import CouncilMessage, MemoryCouncil
 from lingyi.errors import TranscriptError
 from lingyi.guard import Guard
@@ -45,13 +46,22 @@ def output_line(result: VerificationResult) -> dict[str, Any]:
     }
 
 
-def read_events(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
-    """Each non-blank line as an event dict, or the error that names its line."""
+def read_events(
+    lines: Iterable[str | bytes],
+) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
+    """Each non-blank line as an event dict, or the error that names its line.
+
+    Lines may be bytes (a file read in binary, so that progress can count bytes): one line
+    that is not UTF-8 is reported like any bad line and the rest still runs.
+    """
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
             event = json.loads(raw)
+        except UnicodeDecodeError:
+            yield lineno, TranscriptError(lineno, "not valid UTF-8")
+            continue
         except ValueError as exc:
             yield lineno, TranscriptError(lineno, f"not valid JSON: {exc}")
             continue
@@ -70,7 +80,7 @@ class Replayer:
         guard.layer.council = self.council  # never the server's record
         self._context_only = False
 
-    def preload(self, lines: Iterable[str]) -> list[TranscriptError]:
+    def preload(self, lines: Iterable[str | bytes]) -> list[TranscriptError]:
         """Apply only tool_result and council_message events (context for one verification)."""
         self._context_only = True
         try:
@@ -78,7 +88,9 @@ class Replayer:
         finally:
             self._context_only = False
 
-    def run(self, lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
+    def run(
+        self, lines: Iterable[str | bytes]
+    ) -> Iterator[tuple[int, dict[str, Any] | TranscriptError]]:
         """Yield (line, output) per assertion and (line, error) per bad line, in order."""
         for lineno, event in read_events(lines):
             if isinstance(event, TranscriptError):
@@ -87,7 +99,7 @@ class Replayer:
             try:
                 out = self._apply(event)
             except (ValidationError, ValueError) as exc:
-                yield lineno, TranscriptError(lineno, _brief(exc))
+                yield lineno, TranscriptError(lineno, _brief(exc, _MODELS.get(event["event"])))
                 continue
             if out is not None:
                 yield lineno, out
@@ -105,15 +117,10 @@ class Replayer:
         return None
 
     def _tool_result(self, event: dict[str, Any]) -> None:
-        evidence = [Evidence.model_validate(e) for e in event.get("evidence") or []]
-        member = self._member_id(str(event.get("member", "")))
-        self.ledger.record(
-            str(event.get("session", "default")),
-            member,
-            str(event.get("tool", "")),
-            event.get("arguments") or {},
-            evidence,
-        )
+        # A null field means "not given", as it did before events had a model.
+        result = ToolResultEvent.model_validate({k: v for k, v in event.items() if v is not None})
+        member = self._member_id(result.member)
+        self.ledger.record(result.session, member, result.tool, result.arguments, result.evidence)
 
     def _council_message(self, event: dict[str, Any]) -> None:
         message = CouncilMessage.model_validate(event)
@@ -131,10 +138,28 @@ class Replayer:
         return out
 
 
-def _brief(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+class ToolResultEvent(BaseModel):
+    """What a tool really returned in a recorded session (fills the replay's ledger)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    session: str = "default"
+    member: str = ""
+    tool: str = ""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+_MODELS: dict[str, type[BaseModel]] = {
+    "tool_result": ToolResultEvent,
+    "council_message": CouncilMessage,
+    "assertion": Assertion,
+}
+
+
+def _brief(exc: Exception, model: type[BaseModel] | None) -> str:
+    if isinstance(exc, ValidationError) and model is not None:
+        return "; ".join(f"{p.key}: {p.message}" for p in problems(exc, model))
     return str(exc)
 
 

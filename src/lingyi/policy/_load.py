@@ -1,135 +1,208 @@
-"""Loading ``validators/*.toml`` into a validated :class:`PolicySet` (errors name file and key)."""
+"""Loading ``validators/*.toml`` into a validated :class:`PolicySet` (errors name file and key).
+
+One pass over the folder collects every problem of every file (:func:`policy_errors`, for
+``lingyi policy check``): the structure of each file, then each check entry (a registered
+check, parameters its check accepts), even when another part of the same file is wrong, so a
+user fixes a folder in one round instead of one error per run. :func:`load_policies` raises
+the first problem and says how many more there are.
+"""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from lingyi.checks import REGISTRY, load_builtin_checks
+from lingyi._validation import problems
+from lingyi.checks import REGISTRY, CheckParams, load_builtin_checks
 from lingyi.errors import PolicyError
 from lingyi.policy._lexicon import Lexicon, lexicon_fields, lexicon_path, load_lexicon
 from lingyi.policy._model import CheckEntry, MemberPolicy, PolicySet, _CommonFile, _MemberFile
 
+M = TypeVar("M", bound=BaseModel)
+
 
 def load_policies(folder: Path) -> PolicySet:
-    """Load and validate every policy file in ``folder``; raise PolicyError on the first bad key."""
-    load_builtin_checks()
-    if not folder.is_dir():
-        raise PolicyError(str(folder), "-", "policy folder not found")
-    files = sorted(folder.glob("*.toml"))
-    common = [c for f in files if f.name.startswith("_") for c in _load_common(f).checks]
-    members = [_load_member(f, common) for f in files if not f.name.startswith("_")]
-    if not members:
-        raise PolicyError(str(folder), "-", "no member policy files (*.toml) found")
-    lexicons = _load_lexicons(folder, members)
-    return PolicySet(
-        members={m.id: m for m in members},
-        aliases=_alias_map(members),
-        version=_version(files + [Path(x.path) for x in lexicons.values()]),
-        lexicons=lexicons,
-    )
+    """Load and validate every policy file in ``folder``; raise PolicyError on the first problem."""
+    policies, errors = _Loader(folder).load()
+    if errors:
+        first, more = errors[0], len(errors) - 1
+        if more:  # the server refuses to start on the first; say that it is not the only one
+            note = f" (and {more} more problem(s): lingyi policy check lists them all)"
+            raise PolicyError(first.path, first.key, first.message + note)
+        raise first
+    assert policies is not None  # no errors means every file loaded
+    return policies
 
 
-def _load_lexicons(folder: Path, members: list[MemberPolicy]) -> dict[str, Lexicon]:
-    """Every lexicon a check parameter names, loaded once (errors name the policy key)."""
-    loaded: dict[str, Lexicon] = {}
-    for member in members:
-        for i, entry in enumerate(member.checks):
-            for name, ref in lexicon_fields(entry.parsed):
-                if ref not in loaded:
-                    key = f"checks[{i}].params.{name}"
-                    loaded[ref] = load_lexicon(lexicon_path(folder, ref, member.source, key))
-    return loaded
+def policy_errors(folder: Path) -> list[PolicyError]:
+    """Every problem of every policy file in ``folder``, in file order (empty: it loads)."""
+    return _Loader(folder).load()[1]
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(str(path), "-", f"not valid TOML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(str(path), "-", f"cannot read: {exc}") from exc
+class _Loader:
+    """One pass over a policy folder that keeps going after a problem and remembers each."""
 
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.errors: list[PolicyError] = []
 
-def _validate(model: type[BaseModel], data: dict[str, Any], path: Path) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise PolicyError(str(path), _key(err["loc"]), err["msg"]) from exc
+    def load(self) -> tuple[PolicySet | None, list[PolicyError]]:
+        load_builtin_checks()
+        if not self.folder.is_dir():
+            return None, [PolicyError(str(self.folder), "-", "policy folder not found")]
+        files = sorted(self.folder.glob("*.toml"))
+        common = [c for f in files if f.name.startswith("_") for c in self._common(f)]
+        members = [m for f in files if not f.name.startswith("_") if (m := self._member(f, common))]
+        if not any(not f.name.startswith("_") for f in files):
+            self._error(self.folder, "-", "no member policy files (*.toml) found")
+        aliases = self._alias_map(members)
+        lexicons = self._lexicons(members)
+        if self.errors:  # one problem may be seen twice (a file's shape and its check's params)
+            unique = {(e.path, e.key, e.message): e for e in self.errors}
+            return None, list(unique.values())
+        version = _version(files + [Path(x.path) for x in lexicons.values()])
+        members_by_id = {m.id: m for m in members}
+        return PolicySet(
+            members=members_by_id, aliases=aliases, version=version, lexicons=lexicons
+        ), []
 
+    def _lexicons(self, members: list[MemberPolicy]) -> dict[str, Lexicon]:
+        """Every lexicon a check parameter names, loaded once (errors name the policy key)."""
+        loaded: dict[str, Lexicon] = {}
+        for member in members:
+            for i, entry in enumerate(member.checks):
+                for name, ref in lexicon_fields(entry.parsed) if hasattr(entry, "_parsed") else []:
+                    if ref not in loaded:
+                        try:
+                            key = f"checks[{i}].params.{name}"
+                            path = lexicon_path(self.folder, ref, member.source, key)
+                            loaded[ref] = load_lexicon(path)
+                        except PolicyError as exc:
+                            self.errors.append(exc)
+        return loaded
 
-def _key(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "-"
+    def _error(self, path: Path | str, key: str, message: str) -> None:
+        self.errors.append(PolicyError(str(path), key, message))
 
-
-def _load_common(path: Path) -> _CommonFile:
-    common: _CommonFile = _validate(_CommonFile, _read_toml(path), path)
-    _parse_checks(common.checks, path)
-    return common
-
-
-def _load_member(path: Path, common: list[CheckEntry]) -> MemberPolicy:
-    raw: _MemberFile = _validate(_MemberFile, _read_toml(path), path)
-    _parse_checks(raw.checks, path)
-    _check_tool_filters(raw, path)
-    for i, name in enumerate(raw.disable):
-        if name not in {c.check for c in common}:
-            raise PolicyError(str(path), f"disable[{i}]", f"no shared check named {name!r}")
-    shared = [c for c in common if c.check not in raw.disable]
-    return MemberPolicy(
-        id=raw.member.lower(),
-        name=raw.name,
-        aliases=raw.aliases,
-        description=raw.description,
-        language=raw.language,
-        tools=raw.tools,
-        checks=shared + raw.checks,
-        source=str(path),
-    )
-
-
-def _parse_checks(entries: list[CheckEntry], path: Path) -> None:
-    for i, entry in enumerate(entries):
-        spec = REGISTRY.get(entry.check)
-        if spec is None:
-            known = ", ".join(sorted(REGISTRY))
-            raise PolicyError(
-                str(path), f"checks[{i}].check", f"unknown check {entry.check!r}; known: {known}"
-            )
+    def _read(self, path: Path) -> dict[str, Any] | None:
         try:
-            entry._parsed = spec.params.model_validate(entry.params)
+            return tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            self._error(path, "-", f"not valid TOML: {exc}")
+        except (OSError, UnicodeDecodeError) as exc:
+            self._error(path, "-", f"cannot read: {exc}")
+        return None
+
+    def _validate(self, model: type[M], data: dict[str, Any], path: Path) -> M | None:
+        try:
+            return model.model_validate(data)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            raise PolicyError(
-                str(path), f"checks[{i}].params.{_key(err['loc'])}", err["msg"]
-            ) from exc
+            for problem in problems(exc, model):
+                self._error(path, problem.key, problem.message)
+            return None
 
+    def _common(self, path: Path) -> list[CheckEntry]:
+        data = self._read(path)
+        if data is None:
+            return []
+        common = self._validate(_CommonFile, data, path)
+        params = self._check_params(data, path)
+        return _attach(common.checks, params) if common else []
 
-def _check_tool_filters(raw: _MemberFile, path: Path) -> None:
-    for i, entry in enumerate(raw.checks):
-        for tool in entry.tools or []:
-            if tool not in raw.tools:
-                raise PolicyError(
-                    str(path), f"checks[{i}].tools", f"{tool!r} is not a tool of {raw.member}"
+    def _member(self, path: Path, common: list[CheckEntry]) -> MemberPolicy | None:
+        data = self._read(path)
+        if data is None:
+            return None
+        before = len(self.errors)
+        raw = self._validate(_MemberFile, data, path)
+        params = self._check_params(data, path)
+        if raw is None:
+            return None
+        self._tool_filters(raw, path)
+        self._disabled(raw, common, path)
+        if len(self.errors) > before:
+            return None
+        shared = [c for c in common if c.check not in raw.disable]
+        return MemberPolicy(
+            id=raw.member.lower(),
+            name=raw.name,
+            aliases=raw.aliases,
+            description=raw.description,
+            language=raw.language,
+            tools=raw.tools,
+            checks=shared + _attach(raw.checks, params),
+            source=str(path),
+        )
+
+    def _check_params(self, data: dict[str, Any], path: Path) -> dict[int, CheckParams]:
+        """Each check entry's parameters, validated by its check (on the raw data, so that a
+        problem elsewhere in the file does not hide these)."""
+        entries = data.get("checks")
+        parsed: dict[int, CheckParams] = {}
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            name = entry.get("check") if isinstance(entry, dict) else None
+            if not isinstance(name, str):
+                continue  # the file's own validation reports a missing or odd name
+            if (spec := REGISTRY.get(name)) is None:
+                self._error(path, f"checks[{i}].check", _unknown_check(name))
+                continue
+            params = entry.get("params", {})
+            try:
+                parsed[i] = spec.params.model_validate(params)
+            except ValidationError as exc:
+                for problem in problems(exc, spec.params, prefix=f"checks[{i}].params"):
+                    self._error(path, problem.key, problem.message)
+        return parsed
+
+    def _tool_filters(self, raw: _MemberFile, path: Path) -> None:
+        for i, entry in enumerate(raw.checks):
+            for tool in entry.tools or []:
+                if tool not in raw.tools:
+                    owned = ", ".join(sorted(raw.tools)) or "none"
+                    self._error(
+                        path,
+                        f"checks[{i}].tools",
+                        f"{tool!r} is not a tool of {raw.member} (its tools: {owned})",
+                    )
+
+    def _disabled(self, raw: _MemberFile, common: list[CheckEntry], path: Path) -> None:
+        shared = sorted({c.check for c in common})
+        for i, name in enumerate(raw.disable):
+            if name not in shared:
+                valid = ", ".join(shared) or "none"
+                self._error(
+                    path, f"disable[{i}]", f"no shared check named {name!r}; shared checks: {valid}"
                 )
 
+    def _alias_map(self, members: list[MemberPolicy]) -> dict[str, str]:
+        aliases: dict[str, str] = {}
+        for member in members:
+            for name in member.names:
+                other = aliases.setdefault(name.lower(), member.id)
+                if other != member.id:
+                    self._error(member.source, "aliases", f"{name!r} also names {other}")
+        return aliases
 
-def _alias_map(members: list[MemberPolicy]) -> dict[str, str]:
-    aliases: dict[str, str] = {}
-    for member in members:
-        for name in member.names:
-            other = aliases.setdefault(name.lower(), member.id)
-            if other != member.id:
-                raise PolicyError(member.source, "aliases", f"{name!r} also names {other}")
-    return aliases
+
+def _attach(entries: list[CheckEntry], params: dict[int, CheckParams]) -> list[CheckEntry]:
+    """Give each check entry its parsed parameters (an entry without them had a problem, and
+    a folder with a problem builds no policy set)."""
+    for i, entry in enumerate(entries):
+        if i in params:
+            entry._parsed = params[i]
+    return entries
+
+
+def _unknown_check(name: str) -> str:
+    known = sorted(REGISTRY)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown check {name!r}{hint}; known: {', '.join(known)}"
 
 
 def _version(files: list[Path]) -> str:

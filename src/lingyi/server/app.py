@@ -40,7 +40,7 @@ from lingyi.backends.kb import KnowledgeBase
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError
-from lingyi.guard import Guard, kb_domains, kb_lookup
+from lingyi.guard import Guard, kb_lookup, open_kb
 from lingyi.ledger import Ledger
 from lingyi.models import (
     Assertion,
@@ -151,8 +151,7 @@ class GuardApp:
         """Indexed on first use, so a missing KB fails its tool, not the server."""
         with self._kb_lock:
             if self._kb is None:
-                domains = kb_domains(self.policies)
-                self._kb = KnowledgeBase(self.config.kb_dir, domains=domains)
+                self._kb = open_kb(self.config, self.policies)
             return self._kb
 
     async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:

@@ -1,0 +1,160 @@
+"""``lingyi log verify|tail|query``: check the hash chain, read the last records, filter.
+
+``verify`` takes the log to check as an argument (``lingyi log verify FILE``) or checks the
+log in effect. ``tail`` and ``query`` take the same filters; unreadable lines are counted on
+stderr, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, Group, cli, entry, json_option
+from lingyi.config import Config
+from lingyi.errors import LingyiError
+from lingyi.log import ChainReport, verify_chain
+from lingyi.log import query as logquery
+from lingyi.stats import DECISIONS, days_window, parse_instant, resolve_zone
+
+# What an unkeyed hash chain detects (the log contract); a keyed chain and checkpoints would
+# add a rewritten chain and a cut-off tail.
+CHAIN_GUARANTEES = ("edited", "deleted", "reordered")
+
+
+@cli.group("log", cls=Group, short_help="The verification log: verify the chain, tail, query.")
+def log_group() -> None:
+    """The verification log: check its hash chain, read its last records, filter them."""
+
+
+@log_group.command("verify", short_help="Check the hash chain; name the first bad record.")
+@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@json_option
+@entry
+def log_verify(app: App, file: Path | None, as_json: bool) -> int:
+    """Check the hash chain of FILE (default: the log in effect). Exit 1 when it is broken."""
+    path = file if file is not None else app.config().log_path
+    if file is not None and not file.is_file():
+        raise LingyiError(f"{file}: no such log file")
+    report = verify_chain(path)
+    if as_json:
+        app.json(chain_json(path, report))
+    else:
+        app.out(chain_text(app, path, report))
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def chain_json(path: Path, report: ChainReport) -> dict[str, Any]:
+    return {
+        "path": str(path),
+        **report.as_json(),
+        "checked": {"hash_chain": True, "detects": list(CHAIN_GUARANTEES)},
+    }
+
+
+def chain_text(app: App, path: Path, report: ChainReport) -> str:
+    exists = "" if path.exists() else " (no log yet)"
+    lines = [f"{path}: {report.records} records{exists}"]
+    lines += [f"  line {n}: skipped: {e}" for n, e in report.unreadable]
+    if report.first_bad:
+        bad = report.first_bad
+        broken = app.paint("CHAIN BROKEN", fg="red", bold=True)
+        lines.append(f"  {broken} at line {bad.lineno} (record {bad.record_id}): {bad.reason}")
+        lines.append(f"  {report.break_count} record(s) fail the chain in all")
+    else:
+        checked = ", ".join(CHAIN_GUARANTEES[:-1]) + f" or {CHAIN_GUARANTEES[-1]}"
+        lines.append(f"  {app.paint('chain OK', fg='green')}: no record {checked}")
+    return "\n".join(lines)
+
+
+def window_options(fn: Any) -> Any:
+    """--days, --since, --until, --tz (shared by stats, tail and query)."""
+    for option in reversed(
+        [
+            click.option("--days", type=int, help="The last N local days, today included."),
+            click.option("--since", help="First local day (YYYY-MM-DD) or an ISO date-time."),
+            click.option("--until", help="Last local day, included (YYYY-MM-DD) or date-time."),
+            click.option("--tz", help="IANA zone for days and weeks (default: config, machine)."),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
+def _filters(fn: Any) -> Any:
+    for option in reversed(
+        [
+            click.option("--member", help="Member name."),
+            click.option("--decision", type=click.Choice(DECISIONS)),
+            click.option("--code", help="A check code that failed (globs: 'boundary.*')."),
+            click.option("--tool", help="Tool name (globs allowed)."),
+            click.option("--session", help="Session id."),
+            click.option("--text", help="Text in content, reason, recommendation or notes."),
+            click.option(
+                "--kind", type=click.Choice(logquery.KINDS), default="all", help="Record kind."
+            ),
+        ]
+    ):
+        fn = option(fn)
+    return window_options(json_option(fn))
+
+
+def build_query(config: Config, f: dict[str, Any]) -> logquery.Query:
+    """The query of the filter options (the window in the zone in effect)."""
+    zone = resolve_zone(f["tz"], config)
+    start = parse_instant(f["since"], zone) if f["since"] else None
+    end = parse_instant(f["until"], zone, end=True) if f["until"] else None
+    if f["days"] is not None:
+        if start or end:
+            raise LingyiError("use --days or --since/--until, not both")
+        window = days_window(f["days"], zone)
+        start, end = window.start, window.end
+    fields = ("member", "decision", "code", "tool", "session", "text", "kind")
+    return logquery.Query(start=start, end=end, **{k: f[k] for k in fields})
+
+
+@log_group.command("tail", short_help="The last records of the log (filters allowed).")
+@click.option("-n", "--lines", "count", type=int, default=20, show_default=True, help="How many.")
+@_filters
+@entry
+def log_tail(app: App, count: int, as_json: bool, **filters: Any) -> int:
+    """The last records of the log that match the filters, oldest first."""
+    config, skipped = app.config(), logquery.Skipped()
+    query = build_query(config, filters)
+    records = logquery.tail_log(config.log_path, query, count, skipped=skipped)
+    _print_records(app, config, records, skipped, as_json=as_json, tz=filters["tz"])
+    return EXIT_OK
+
+
+@log_group.command("query", short_help="Records of the log that match filters.")
+@click.option("--limit", type=int, help="Stop after this many matches.")
+@_filters
+@entry
+def log_query(app: App, limit: int | None, as_json: bool, **filters: Any) -> int:
+    """Every record of the log that matches the filters, in log order."""
+    config, skipped = app.config(), logquery.Skipped()
+    query = build_query(config, filters)
+    records = logquery.query_log(config.log_path, query, limit=limit, skipped=skipped)
+    _print_records(app, config, records, skipped, as_json=as_json, tz=filters["tz"])
+    return EXIT_OK
+
+
+def _print_records(
+    app: App,
+    config: Config,
+    records: Any,
+    skipped: logquery.Skipped,
+    *,
+    as_json: bool,
+    tz: str | None,
+) -> None:
+    zone = resolve_zone(tz, config)
+    for record in records:
+        app.out(logquery.format_jsonl(record) if as_json else logquery.format_human(record, zone))
+    if skipped.count:
+        app.err(
+            f"lingyi: skipped {skipped.count} unreadable line(s) ({'; '.join(skipped.first)}); "
+            "see lingyi log verify"
+        )

@@ -1,0 +1,112 @@
+"""``lingyi policy check [FOLDER]`` and ``lingyi policy checks``.
+
+``check`` reports every problem of a policy folder at once (like ``opa check``), each naming
+its file, key and the valid values; ``checks`` lists the registered checks with the stage the
+policies run them in and their parameters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lingyi.cli._app import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    App,
+    Group,
+    cli,
+    entry,
+    error_items,
+    item_text,
+    json_option,
+)
+from lingyi.cli._reference import check_entries
+from lingyi.errors import LingyiError
+from lingyi.policy import PolicySet, load_policies
+from lingyi.policy._load import policy_errors
+
+
+@cli.group("policy", cls=Group, short_help="Member policies: validate them, list the checks.")
+def policy_group() -> None:
+    """Member policies (validators/*.toml): validate a folder, list the registered checks."""
+
+
+@policy_group.command("check", short_help="Validate every policy file; report every problem.")
+@click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
+@json_option
+@entry
+def policy_check(app: App, folder: Path | None, as_json: bool) -> int:
+    """Validate FOLDER (default: the config's validators) and report every problem at once,
+    each naming its file and key. Exit 2 when there is any."""
+    folder = folder if folder is not None else app.config().validators_dir
+    errors = policy_errors(folder)
+    if errors:
+        items = [i for e in errors for i in error_items(e)]
+        for item in items:
+            app.err(app.paint("✗ ", err=True, fg="red") + item_text(item))
+        app.err(f"{folder}: {len(items)} problem(s)")
+        if as_json:
+            app.json({"ok": False, "folder": str(folder), "errors": items})
+        return EXIT_BAD_INPUT
+    policies = load_policies(folder)
+    if as_json:
+        app.json({"ok": True, "folder": str(folder), **_summary(policies)})
+    else:
+        app.out(_summary_text(app, folder, policies))
+    return EXIT_OK
+
+
+def _summary(policies: PolicySet) -> dict[str, Any]:
+    members = {
+        m.id: {
+            "name": m.name,
+            "file": m.source,
+            "tools": sorted(m.tools),
+            "checks": [c.check for c in m.checks],
+        }
+        for m in policies.members.values()
+    }
+    return {"version": policies.version, "members": members}
+
+
+def _summary_text(app: App, folder: Path, policies: PolicySet) -> str:
+    lines = [
+        f"{folder}: {app.paint('OK', fg='green', bold=True)} (policy version {policies.version})"
+    ]
+    for m in policies.members.values():
+        tools = ", ".join(sorted(m.tools)) or "-"
+        lines.append(f"  {m.id:<13} {m.name}  tools: {tools}  checks: {len(m.checks)}")
+    return "\n".join(lines)
+
+
+@policy_group.command("checks", short_help="List the registered checks and their parameters.")
+@json_option
+@entry
+def policy_checks(app: App, as_json: bool) -> int:
+    """Every registered check (plugins included): its code, the stage the policies in effect
+    run it in, the members that run it, what it stops; --json adds each parameters model as
+    JSON Schema."""
+    entries = check_entries(_policies_in_effect(app))
+    if as_json:
+        app.json({"checks": entries})
+        return EXIT_OK
+    for e in entries:
+        first = e["doc"].splitlines()[0] if e["doc"] else ""
+        params = ", ".join(e["params"].get("properties", {})) or "-"
+        code = app.paint(f"{e['code']:<30}", bold=True)
+        app.out(f"{code} {e['stage'] or '-':<17} {first}")
+        app.out(f"{'':<30} {'':<17} params: {params}")
+    return EXIT_OK
+
+
+def _policies_in_effect(app: App) -> PolicySet | None:
+    """The policies to read stages from; the list of checks needs none, so a broken folder
+    only loses the stage column."""
+    try:
+        return load_policies(app.config().validators_dir)
+    except LingyiError as exc:
+        app.err(f"lingyi: warning: stages unknown: {exc}")
+        return None

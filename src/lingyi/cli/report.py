@@ -1,0 +1,44 @@
+"""``lingyi report``: the weekly report as Markdown and a self-contained HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lingyi import report as weekly
+from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
+
+
+@cli.command("report", short_help="Weekly report (Markdown and HTML).")
+@click.option("--week", help="ISO week such as 2026-W48 (default: the last full week).")
+@click.option("--tz", help="IANA zone the week is counted in (default: config, machine).")
+@click.option(
+    "--out",
+    default="reports",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output folder.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["md", "html", "both"]), default="both", show_default=True
+)
+@click.option(
+    "--lang",
+    type=click.Choice(["zh", "en"]),
+    help="Language of the report (default: the config's).",
+)
+@json_option
+@entry
+def report(
+    app: App, week: str | None, tz: str | None, out: Path, fmt: str, lang: str | None, as_json: bool
+) -> int:
+    """Write the report of one ISO week as lingyi-report-<week>.md and .html in --out, and
+    print the paths written."""
+    formats = ("md", "html") if fmt == "both" else (fmt,)
+    paths = weekly.write_report(app.config(), week, out=out, tz=tz, formats=formats, lang=lang)
+    if as_json:
+        app.json({"ok": True, "written": [str(p) for p in paths]})
+    else:
+        app.out("\n".join(str(p) for p in paths))
+    return EXIT_OK

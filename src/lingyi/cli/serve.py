@@ -1,0 +1,56 @@
+"""``lingyi serve`` and ``lingyi demo``.
+
+``serve`` speaks MCP over stdio by default: stdout then carries nothing but protocol, and
+every diagnostic goes to stderr. ``--http`` serves Streamable HTTP instead, on loopback
+unless the config or ``--host`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from lingyi.cli._app import EXIT_OK, App, cli, entry
+
+
+@cli.command("serve", short_help="Run the MCP server (stdio, or --http for Streamable HTTP).")
+@click.option("--http", "http", is_flag=True, help="Serve Streamable HTTP instead of stdio.")
+@click.option("--host", help="HTTP bind address (default: config server.host, 127.0.0.1).")
+@click.option("--port", type=int, help="HTTP port (default: config server.port, 8765).")
+@click.option(
+    "--bench",
+    is_flag=True,
+    default=lambda: os.environ.get("LINGYI_BENCH") == "1",
+    hidden=True,  # adds an unguarded twin tool for benchmarks/bench_server.py
+)
+@entry
+def serve(app: App, http: bool, host: str | None, port: int | None, bench: bool) -> int:
+    """Serve the guarded tools over MCP.
+
+    stdio: stdout is protocol only, logs go to stderr. --http: Streamable HTTP at
+    http://HOST:PORT/mcp with bearer tokens from [[server.tokens]] and Host/Origin checks.
+    """
+    from lingyi import server  # the MCP SDK loads only for this command
+
+    config = app.config()
+    if not http:
+        server.serve_stdio(config, bench=bench or None)
+        return EXIT_OK
+    bind = host or config.raw.server.host
+    server.serve_http(
+        config, bind, config.raw.server.port if port is None else port, bench=bench or None
+    )
+    return EXIT_OK
+
+
+@cli.command("demo", short_help="A scripted MCP session: approve, reject, fallback.")
+@click.option("--keep", is_flag=True, help="Keep the temporary folder (repository, council).")
+@entry
+def demo(app: App, keep: bool) -> int:
+    """Start lingyi serve over stdio with a temporary config (a fresh git repository, the
+    shipped knowledge base and data), play a short session through a real MCP client, print
+    the verdicts, and leave the verification log behind (--log chooses where)."""
+    from lingyi.demo import run
+
+    return run(log=app.log_path, keep=keep)

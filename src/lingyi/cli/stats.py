@@ -1,0 +1,106 @@
+"""``lingyi stats``: figures over the verification log, as text or the stable JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from lingyi import report
+from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
+from lingyi.cli._output import text_table
+from lingyi.cli.log import window_options
+from lingyi.stats import DECISIONS, INTERCEPTS, compute_stats, resolve_zone, window_from_args
+
+
+@cli.command("stats", short_help="Figures over the verification log.")
+@click.option("--member", help="Only this member.")
+@window_options
+@json_option
+@entry
+def stats(app: App, member: str | None, as_json: bool, **window: Any) -> int:
+    """Decisions, intercepted problems, latency, appeals and log integrity over a window
+    (default: the last 7 days). --json is stable and documented in docs/stats-json.md."""
+    config = app.config()
+    zone = resolve_zone(window.pop("tz"), config)
+    span = window_from_args(zone, **window)
+    with app.progress("stats") as progress:
+        result = compute_stats(config.log_path, span, member=member, progress=progress)
+    if as_json:
+        app.json(result, indent=2)  # a document people read as well as parse
+    else:
+        app.out(format_stats(result).rstrip("\n"))
+    return EXIT_OK
+
+
+def _counts_row(name: str, c: dict[str, Any]) -> list[object]:
+    return [name, c["total"], *(c[d] for d in DECISIONS), report.pct(c["blocked_rate"])]
+
+
+def format_stats(s: dict[str, Any]) -> str:
+    """The human summary of the stats JSON."""
+    out = [_stats_header(s)]
+    head = ["", "total", *DECISIONS, "blocked"]
+    for title, key in (
+        ("Per member", "by_member"),
+        ("Per type", "by_type"),
+        ("Per tool", "by_tool"),
+    ):
+        rows = [_counts_row(k, v) for k, v in s[key].items()]
+        if rows:
+            out.append(f"\n{title}\n" + text_table(head, rows))
+    out.append(_codes_text(s))
+    out.append(_reasons_text(s))
+    out.append(_integrity_text(s["integrity"]))
+    return "".join(out)
+
+
+def _stats_header(s: dict[str, Any]) -> str:
+    w, t, lat, app = s["window"], s["totals"], s["latency_ms"], s["appeals"]
+    days = s["by_day"]
+    span = f"{days[0]['date']} .. {days[-1]['date']}" if days else ""
+    member = f", member {s['member']}" if s["member"] else ""
+    label = w["label"] if w["label"] == span else f"{w['label']}: {span}"
+    decisions = " · ".join(f"{d} {t[d]} ({report.pct(t[f'{d}_rate'])})" for d in DECISIONS)
+    caught = " · ".join(
+        f"{i.name.replace('_', ' ')} {s['intercepted'][i.name]}" for i in INTERCEPTS
+    )
+    return (
+        f"LingYi Guard stats — {label} ({w['tz']}{member})\n"
+        f"Verifications {t['total']}: {decisions}\n"
+        f"Intercepted: {caught}\n"
+        f"Latency ms: p50 {report.num(lat['p50'])} · p95 {report.num(lat['p95'])} · "
+        f"p99 {report.num(lat['p99'])} (n={lat['count']})\n"
+        f"Appeals: filed {app['filed']} · open {app['open']} · upheld {app['upheld']} · "
+        f"overturned {app['overturned']} (false-positive rate "
+        f"{report.pct(app['false_positive_rate'])})\n"
+    )
+
+
+def _codes_text(s: dict[str, Any]) -> str:
+    head = ["code", "checked", "failed", "rejected", "fallback", "warn", "overturned", "FP rate"]
+    rows = [
+        [code, c["checked"], c["failed"], c["rejected"], c["fallback"], c["approved"],
+         c["appeals"]["overturned"], report.pct(c["appeals"]["false_positive_rate"])]
+        for code, c in s["by_code"].items()
+        if c["failed"] or c["appeals"]["filed"]
+    ]  # fmt: skip
+    return "\nFailed checks\n" + text_table(head, rows) if rows else ""
+
+
+def _reasons_text(s: dict[str, Any]) -> str:
+    rows = [[r["code"], r["count"], r["example"][:80]] for r in s["top_rejection_reasons"]]
+    if not rows:
+        return ""
+    return "\nTop rejection reasons\n" + text_table(["code", "count", "example"], rows)
+
+
+def _integrity_text(i: dict[str, Any]) -> str:
+    if i["ok"]:
+        return f"\nLog integrity: ok ({i['records']} records)\n"
+    counts = ", ".join(
+        f"{k} {i[k]}" for k in ("unreadable", "invalid", "chain_breaks", "unknown_schema") if i[k]
+    )
+    lines = [f"\nLog integrity: PROBLEMS ({counts}); figures include every readable record"]
+    lines += [f"  line {e['line']} {e['id'] or ''}: {e['problem']}" for e in i["examples"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,161 @@
+"""``lingyi verify``: verify one assertion, log it, and say how to appeal the verdict."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from lingyi.cli import _complete
+from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, cli, entry, input_error, json_option
+from lingyi.cli.replay import transcript_lines
+from lingyi.council import MemoryCouncil
+from lingyi.errors import LingyiError
+from lingyi.guard import Guard, kb_lookup, open_kb
+from lingyi.ledger import Ledger
+from lingyi.models import Assertion, VerificationResult
+from lingyi.replay import Replayer, output_line
+
+TYPES = ("fact", "action", "communication")
+
+
+@cli.command(
+    "verify",
+    short_help="Verify one assertion (flags, or JSON on stdin) and log it.",
+    epilog="Example: lingyi verify --member lingyi --type communication "
+    "--content '灵通说v0.16审计已经完成'",
+)
+@click.option(
+    "--member", shell_complete=_complete.members, help="The member asserting (id, name or alias)."
+)
+@click.option(
+    "--type", "kind", type=click.Choice(TYPES), help="Default: action with --tool, else fact."
+)
+@click.option("--content", help="What the member asserts.")
+@click.option("--tool", shell_complete=_complete.tools, help="Tool name, for an action.")
+@click.option("--args", "args_json", metavar="JSON", help="Tool arguments as a JSON object.")
+@click.option(
+    "--evidence-id",
+    "evidence_ids",
+    multiple=True,
+    metavar="ID",
+    help="A cited evidence id (repeatable).",
+)
+@click.option("--session", default="cli", show_default=True, help="Session id.")
+@click.option(
+    "--context",
+    metavar="TRANSCRIPT",
+    help="A transcript whose tool_result and council_message events fill the ledger and council.",
+)
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the assertion as JSON from stdin.")
+@json_option
+@entry
+def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
+    """Verify one assertion and append its record to the log.
+
+    Prints the verdict, each check, the record id and the command that appeals it. Exit 1
+    when rejected, 0 when approved or fallback.
+    """
+    config = app.config()
+    kb = functools.cache(lambda: open_kb(config, guard.layer.policies))
+    guard = Guard.from_config(
+        config,
+        source="cli",
+        council=MemoryCouncil() if context else None,
+        lookups={"knowledge_base": kb_lookup(kb)},
+    )
+    try:
+        result = guard.check(assertion_from(**given), _ledger(app, guard, context))
+    finally:
+        guard.close()
+    appeal = f'lingyi{app.global_flags()} appeal {result.id} --reason "why the verdict is wrong"'
+    if as_json:
+        app.json(json_line(result, appeal))
+    else:
+        app.out(human(app, result) + f"\nrecord {result.id} · to appeal: {appeal}")
+    return EXIT_FAILED if result.decision == "rejected" else EXIT_OK
+
+
+def _ledger(app: App, guard: Guard, context: str | None) -> Ledger:
+    """Empty, or filled by the transcript's events (and its council messages)."""
+    if not context:
+        return Ledger()
+    replayer = Replayer(guard)
+    for error in replayer.preload(transcript_lines(context)):
+        app.err(f"{context}:{error}")
+    return replayer.ledger
+
+
+def assertion_from(
+    *,
+    from_stdin: bool,
+    member: str | None,
+    kind: str | None,
+    content: str | None,
+    tool: str | None,
+    args_json: str | None,
+    evidence_ids: tuple[str, ...],
+    session: str,
+) -> Assertion:
+    """The assertion: JSON from stdin, or built from the flags."""
+    if from_stdin:
+        try:
+            return Assertion.model_validate_json(sys.stdin.read())
+        except ValidationError as exc:
+            raise input_error("stdin", exc, Assertion) from exc
+    if not member or (not content and not tool):
+        raise LingyiError("give --member and --content (and --tool for an action), or --stdin")
+    call = {"name": tool, "arguments": _arguments(args_json)} if tool else None
+    return Assertion.model_validate(
+        {
+            "member": member,
+            "type": kind or ("action" if call else "fact"),
+            "content": content or "",
+            "tool_call": call,
+            "evidence_ids": list(evidence_ids),
+            "session": session,
+        }
+    )
+
+
+def _arguments(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        raise LingyiError(f"--args: not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise LingyiError(f'--args: must be a JSON object like \'{{"query": "气功"}}\', not {text}')
+    return value
+
+
+def json_line(result: VerificationResult, appeal: str) -> dict[str, Any]:
+    """The replay contract's line, with the record id (``id`` too when the assertion had
+    none) and the command that appeals it."""
+    line = output_line(result)
+    line["id"] = result.assertion_id or result.id
+    return {**line, "record_id": result.id, "appeal": appeal}
+
+
+def human(app: App, result: VerificationResult) -> str:
+    """A readable verdict: decision, reason, recommendation, then each check."""
+    decision = result.decision.value
+    lines = [f"{app.printer.decision(decision)}  {result.reason}"]
+    if result.recommendation:
+        lines.append(f"  → {result.recommendation}")
+    if result.fallback:
+        shown = result.fallback.content or result.fallback.tool_call
+        lines.append(f"  fallback ({result.fallback.kind}): {shown}")
+    for c in result.checks:
+        mark = _mark(app, c.passed, c.on_fail == "warn")
+        lines.append(f"  {mark} {c.stage.value:<17} {c.code:<28} {c.reason}")
+    return "\n".join(lines)
+
+
+def _mark(app: App, passed: bool, warn: bool) -> str:
+    if passed:
+        return app.paint("✓", fg="green")
+    return app.paint("!", fg="yellow") if warn else app.paint("✗", fg="red")
