@@ -114,3 +114,22 @@ def test_a_certain_answer_is_not_sent_to_the_judge(tmp_path: Path) -> None:
     layer = _layer(tmp_path, "judge", judge=judge)
     decision, check = _verify(layer, "It shipped on Monday")
     assert decision == "approved" and check.passed and not check.uncertain and judge.calls == 1
+
+
+def test_the_log_record_names_uncertain_checks_and_normalisation(tmp_path: Path) -> None:
+    """The record keeps the original text and says which checks were uncertain and which
+    normalisation steps changed the content; a plain verification carries neither field."""
+    from lingyi.log import VerificationLog, read_log, verification_record
+
+    layer = _layer(tmp_path, "pass")
+    odd = Assertion(member="tester", type="fact", content="Ｍａｙｂｅ it ship\u200bped")
+    plain = Assertion(member="tester", type="fact", content="It shipped")
+    with VerificationLog(tmp_path / "log.jsonl") as log:
+        for assertion in (odd, plain):
+            log.append(verification_record(assertion, layer.verify(assertion, Ledger()), "test"))
+    first, second = (line.record for line in read_log(tmp_path / "log.jsonl"))
+    assert first is not None and second is not None
+    assert first["content"] == odd.content
+    assert first["uncertain"] == ["test.unsure"]
+    assert first["normalized"] == ["nfkc", "format_characters"]
+    assert "uncertain" not in second and "normalized" not in second

@@ -93,14 +93,17 @@ class ConstraintLayer:
         snapshot = scope.get("policies") or self.policies
         principal = scope.get("principal")
         member = snapshot.resolve(assertion.member)
-        checks = identity_checks(assertion, member, snapshot, principal, self.language)
+        lang = (member.language if member else None) or self.language
+        checks = identity_checks(assertion, member, snapshot, principal, lang)
         if member is not None and not any(c.blocking for c in checks):
-            lang = member.language or self.language
             ctx = CheckContext(
                 assertion, member, snapshot, ledger, self.council, self.services, lang
             )
             checks += self._run(ctx)
-        result = decide(assertion, checks, self.language)
+            result = decide(assertion, checks, lang)
+            result.normalization = list(ctx.canon.changes) if assertion.content else []
+        else:
+            result = decide(assertion, checks, lang)
         result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
         result.policy_version = snapshot.version
         result.member = member.id if member else None
@@ -304,7 +307,7 @@ def decide(assertion: Assertion, checks: list[CheckResult], language: str) -> Ve
         decision=decision,
         checks=checks,
         reason=_reason(decision, blamed, checks, language),
-        recommendation=_join(c.recommendation for c in blamed) if blamed else None,
+        recommendation=_join((c.recommendation for c in blamed), language) if blamed else None,
         fallback=offered if decision is Decision.FALLBACK else None,
     )
 
@@ -314,9 +317,9 @@ def _reason(
 ) -> str:
     if decision is Decision.APPROVED:
         return messages.text(language, "layer.approved", count=len(checks))
-    return _join(f"[{c.code}] {c.reason}" for c in blamed) or ""
+    return _join((f"[{c.code}] {c.reason}" for c in blamed), language) or ""
 
 
-def _join(parts: Iterable[str | None]) -> str | None:
+def _join(parts: Iterable[str | None], language: str) -> str | None:
     unique = list(dict.fromkeys(p for p in parts if p))
-    return "；".join(unique) if unique else None
+    return messages.text(language, "layer.join").join(unique) if unique else None

@@ -119,6 +119,9 @@ class VerificationResult(BaseModel):
     latency_ms: float = 0.0
     policy_version: str = ""  # the version of the policy snapshot that decided
     member: str | None = None  # the canonical id of the member that decided (None: unknown)
+    # The steps that changed the content before the checks (lingyi.text): the log keeps the
+    # original and records these, so a reviewer sees that the text was normalised.
+    normalization: list[str] = Field(default_factory=list)
 
     @property
     def failed_codes(self) -> list[str]:

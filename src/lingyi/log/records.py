@@ -76,8 +76,11 @@ class VerificationRecord(RecordModel):
     checks: list[CheckEntry]
     latency_ms: float
     policy_version: str
+    # Written only when there is something to say (records stay compact, older ones valid):
+    uncertain: list[str] | None = None  # codes of checks that could not decide
+    normalized: list[str] | None = None  # steps that changed the content before the checks
 
-    OMIT_IF_NONE = ("member_as_given",)
+    OMIT_IF_NONE = ("member_as_given", "uncertain", "normalized")
 
 
 class Subject(BaseModel):
@@ -150,7 +153,13 @@ def verification_record(
     then dumping the model costs about three times as much (~35 µs against ~11 µs). The
     test suite checks that the dict is exactly what the model would write.
     """
-    given = {"member_as_given": assertion.member} if member and member != assertion.member else {}
+    given: dict[str, Any] = {}
+    if member and member != assertion.member:
+        given["member_as_given"] = assertion.member
+    if unsure := [c.code for c in result.checks if c.uncertain]:
+        given["uncertain"] = unsure
+    if result.normalization:
+        given["normalized"] = list(result.normalization)
     tool, fallback = assertion.tool_call, result.fallback
     return {
         "id": result.id,
