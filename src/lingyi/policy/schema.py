@@ -155,6 +155,11 @@ def _blank(args: Mapping[str, Any], tool: ToolSpec) -> list[ArgProblem]:
     ]
 
 
+_RANGE = ("range", "minimum", "maximum")
+_LENGTH = ("length", "minLength", "maxLength")
+_BOUNDS = {"minimum": _RANGE, "maximum": _RANGE, "minLength": _LENGTH, "maxLength": _LENGTH}
+
+
 def _problems(error: ValidationError, tool: ToolSpec) -> list[ArgProblem]:
     path = [str(p) for p in error.absolute_path]
     field = path[0] if path else ""
@@ -170,26 +175,12 @@ def _problems(error: ValidationError, tool: ToolSpec) -> list[ArgProblem]:
         case "enum":
             kind = "items" if len(path) > 1 else "enum"
             return [ArgProblem(field, kind, value, allowed=list(given))]
-        case "minimum" | "maximum":
-            return [
-                ArgProblem(
-                    field,
-                    "range",
-                    value,
-                    minimum=schema.get("minimum"),
-                    maximum=schema.get("maximum"),
-                )
-            ]
-        case "minLength" | "maxLength":
-            return [
-                ArgProblem(
-                    field,
-                    "length",
-                    value,
-                    minimum=schema.get("minLength"),
-                    maximum=schema.get("maxLength"),
-                )
-            ]
+        case "minimum" | "maximum" | "minLength" | "maxLength":
+            kind, low, high = _BOUNDS[str(error.validator)]
+            found = ArgProblem(
+                field, kind, value, minimum=schema.get(low), maximum=schema.get(high)
+            )
+            return [found]
         case "pattern":
             return [ArgProblem(field, "pattern", value, pattern=str(given))]
     return [
