@@ -112,13 +112,29 @@ _LATIN_WORD = re.compile(r"[a-z]{7,}")
 
 def _named_drugs(text: str, spans: list[Span], lexicon: Lexicon) -> Iterator[Span]:
     """Drug names not listed, known by their ending: lisinopril, 左氧氟沙星."""
+    taken = {i for s in spans if s.role != "drug_suffix" for i in range(s.start, s.end)}
     for s in spans:
         if s.role == "drug_suffix" and _CJK.search(text[s.start : s.end]):
-            yield Span("drug", max(0, s.start - 2), s.end)
+            yield Span("drug", *_whole_name(text, s, taken))
     endings = _endings(lexicon)
     for word in _LATIN_WORD.finditer(text) if endings else ():
         if word.group(0).endswith(endings):
             yield Span("drug", word.start(), word.end())
+
+
+def _whole_name(text: str, part: Span, taken: set[int]) -> tuple[int, int]:
+    """The Chinese drug name around a naming part (瑞格列奈 around 格列), up to the nearest
+    character another term holds (吃瑞格列奈: 吃 is a verb of taking)."""
+    start, end = part.start, part.end
+    while start > part.start - 3 and start > 0 and _free(text, start - 1, taken):
+        start -= 1
+    while end < part.end + 2 and end < len(text) and _free(text, end, taken):
+        end += 1
+    return start, end
+
+
+def _free(text: str, i: int, taken: set[int]) -> bool:
+    return i not in taken and bool(_CJK.match(text[i]))
 
 
 @lru_cache(maxsize=16)
@@ -157,16 +173,20 @@ def _amounts(text: str, spans: list[Span]) -> Iterator[Span]:
     yield from (Span("amount", s.start, s.end) for s in spans if s.role == "frequency")
 
 
+def _only_words(gap: str) -> bool:
+    return not gap.strip() or gap.replace(" ", "").isalpha()
+
+
 def _counted(text: str, spans: list[Span]) -> Iterator[Span]:
     """A count before a drug is an amount: "two Tylenol", "2 aspirin", "half an aspirin"."""
     numeral_ends = [s.end for s in spans if s.role == "numeral"]
     for drug in (s for s in spans if s.role == "drug"):
         before = text[max(0, drug.start - 10) : drug.start]
-        if re.search(r"\d\s*$", before) or any(
-            0 <= drug.start - end <= 8 and text[end : drug.start].replace(" ", "").isalpha()
-            for end in numeral_ends
-        ):
-            yield Span("amount", drug.start, drug.end)
+        counts = [e for e in numeral_ends if 0 <= drug.start - e <= 8]
+        counts = [e for e in counts if _only_words(text[e : drug.start])]
+        if re.search(r"\d\s*$", before) or counts:
+            asked = any(text[:e].endswith(_ASKED) for e in counts)
+            yield Span("amount_question" if asked else "amount", drug.start, drug.end)
 
 
 _TOPIC_AFTER = ("", " ", "的", "'s ")
@@ -321,6 +341,14 @@ def _take_strong(s: Sentence) -> Found:
     )
 
 
+def _take_medical(s: Sentence) -> Found:
+    """Verbs used only of medicine (服用, 口服): told, or aimed at a condition, they are advice
+    whatever the drug's name."""
+    if s.has("advise", "condition", "patient", "amount"):
+        return _span(s, ("intake_medical",))
+    return None
+
+
 def _take_weak(s: Sentence) -> Found:
     """用点抗生素, "try melatonin": a weak verb of taking beside a named drug."""
     return s.near(("intake_weak",), ("drug",), 8, 24, ordered=False)
@@ -328,7 +356,7 @@ def _take_weak(s: Sentence) -> Found:
 
 def _drug_for(s: Sentence) -> Found:
     """A drug beside a condition: "ibuprofen for back pain", 失眠的药."""
-    return s.near(("drug",), ("condition",), 12, 32, ordered=False) or s.near(
+    return s.near(("drug",), ("condition", "body"), 12, 32, ordered=False) or s.near(
         ("drug_generic",), ("condition",), 4, 12, ordered=False
     )
 
@@ -384,6 +412,7 @@ INTENTS = (
     Intent("drug_request", _request, ("patient", "advise")),
     Intent("dose_question", _dose_question, ("patient", "advise")),
     Intent("taking_a_drug", _take_strong, ("patient", "advise", "amount")),
+    Intent("taking_a_drug", _take_medical, ("patient", "advise", "amount")),
     Intent("taking_a_drug", _take_weak, ("patient", "advise", "amount")),
     Intent("drug_for_condition", _drug_for, ("patient", "advise", "amount", "intake")),
     Intent("treatment", _treat, ("patient", "advise", "amount", "intake")),
@@ -408,19 +437,24 @@ def _excused(intent: Intent, s: Sentence, at: int) -> bool:
     return intent.refusable and s.refused_before(at)
 
 
-def intent_in(sentence: Sentence) -> Signal | None:
+def signals_in(sentence: Sentence) -> Iterator[Signal]:
+    """Every intent of the sentence that no frame or refusal excuses, in the order of INTENTS."""
     for intent in INTENTS:
         found = intent.find(sentence)
         if found and not _excused(intent, sentence, found[0]):
-            return Signal(intent.name, sentence.text[found[0] : found[1]])
-    return None
+            yield Signal(intent.name, sentence.text[found[0] : found[1]])
 
 
+# Every intent needs one of these roles: a text without any is read no further.
+_ANCHORS = frozenset(
+    {"drug", "drug_generic", "condition", "dose_word", "amount_question", "care", "remedy"}
+    | {"cure", "intake_medical"}
+)
 _WORD_BREAK = re.compile(r"(?<=[a-z])[-_.·•*](?=[a-z])")
 
 
-def medical_signal(text: str, lexicon: Lexicon) -> Signal | None:
-    """The intent that makes canonical ``text`` medical advice, with its words; else None.
+def medical_signals(text: str, lexicon: Lexicon) -> Iterator[Signal]:
+    """The intents that make canonical ``text`` medical advice, sentence by sentence.
 
     Words broken with hyphens or dots (mel-atonin, in.somnia) are read a second time joined.
     """
@@ -428,10 +462,15 @@ def medical_signal(text: str, lexicon: Lexicon) -> Signal | None:
     if _WORD_BREAK.search(text):
         forms.append(prepared(_WORD_BREAK.sub("", text)))
     for ready in forms:
-        for sentence in sentences(ready, medical_roles(ready, lexicon)):
-            if signal := intent_in(sentence):
-                return signal
-    return None
+        spans = medical_roles(ready, lexicon)
+        if any(s.role in _ANCHORS for s in spans):  # no intent can form without one
+            for sentence in sentences(ready, spans):
+                yield from signals_in(sentence)
+
+
+def medical_signal(text: str, lexicon: Lexicon) -> Signal | None:
+    """The first intent that makes canonical ``text`` medical advice, with its words; else None."""
+    return next(medical_signals(text, lexicon), None)
 
 
 class MedicalParams(CheckParams):
