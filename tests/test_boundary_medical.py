@@ -66,6 +66,12 @@ INTENTS = [
     ("I keep waking up with chest pain, what should I do", "advice"),
     # recommending a named drug
     ("我推荐布地奈德", "recommendation"),
+    # a verb that holds its condition, asked about or told
+    ("怎样才能尽快止泻", "treatment"),
+    ("腰不舒服该怎么办", "advice"),
+    ("大家可以试试降火的凉茶", "treatment"),
+    # what doctors prescribe: a verb said only of medicine
+    ("What would a GP prescribe for tonsillitis?", "taking_a_drug"),
     # drug names not listed are known by their ending
     ("医生让我吃瑞格列奈，可以换成二甲双胍吗", "taking_a_drug"),
     ("stay on the valsartan or switch", "taking_a_drug"),
@@ -104,6 +110,13 @@ LOOKALIKES = [
     # fiction from a patient's eye
     "《活着》里福贵一家的病痛与命运",
     "a novel narrated by a man recovering from a stroke",
+    # words that run across a word boundary (去火车站, 舒服 in 不舒服 is no verb of taking)
+    "去火车站的末班车几点",
+    "这个按钮的配色看着不舒服，换个浅色",
+    "手机发热怎么办，是不是后台同步太频繁",
+    # a member's own report of taking medicine is no advice
+    "我昨天发烧，吃了药睡了一觉，今天正常上班",
+    "I'm on antibiotics this week, so no team dinner for me.",
     # a member's own refusal, and its referral
     "灵知只讲中医史，不回答用什么药的问题，请咨询医生",
     "I can't recommend what pills to take; please see a doctor about the migraines.",
@@ -165,6 +178,11 @@ OBFUSCATED = [
     ("pinyin with tones", "shīmián chī shénme yào", "Huángdì Nèijīng de lìshǐ"),
     ("mixed language", "发烧了 take 两片 paracetamol", "CI 里 treat warnings as errors 已开启"),
     ("numbers", "感冒药一天吃三次，每次两片", "第三次健康检查在两点"),
+    ("number words", "give her two hundred milligrams of naproxen", "two hundred tests ran"),
+    ("split sentences", "Sore throat? Lozenges. Two, hourly.", "Sore loser? Never. Two wins."),
+    ("split sentences zh", "头疼？布洛芬。两片。", "头疼的是部署。两次都失败。"),
+    ("emoji in words", "退🔥烧就吃对乙🙂酰氨基酚", "健🙂康检查通过"),
+    ("dots in words", "失.眠.吃.什.么.药", "故.障.诊.断.完.成"),
 ]
 
 

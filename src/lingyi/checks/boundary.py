@@ -27,6 +27,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 from lingyi.checks._registry import (
@@ -80,8 +81,16 @@ class Span:
 
 
 def _covered(hit: Hit, looks: Sequence[Hit]) -> bool:
-    """Does a look-alike overlap the hit ("cold start" takes "a cold" with it)?"""
-    return any(c.start < hit.end and hit.start < c.end for c in looks)
+    """Does a look-alike overlap the hit ("cold start" takes "a cold" with it)? A term that
+    holds the whole look-alike is the longer reading and stays (不舒服 holds 舒服)."""
+    return any(
+        c.start < hit.end
+        and hit.start < c.end
+        and not (
+            hit.start <= c.start and c.end <= hit.end and hit.end - hit.start > c.end - c.start
+        )
+        for c in looks
+    )
 
 
 def roles_in(text: str, lexicon: Lexicon) -> list[Span]:
@@ -163,13 +172,19 @@ _ASKED = ("多少", "几", "many", "much")
 def _amounts(text: str, spans: list[Span]) -> Iterator[Span]:
     """A unit after a number (5 mg, 两片, "two tablets") is an amount, a schedule (每晚, "twice
     a day") too; a question number (多少克, 几片, "how many mg") asks for an amount."""
-    numeral_ends = {s.end for s in spans if s.role == "numeral"}
+    numeral_at = {s.end: s.start for s in spans if s.role == "numeral"}
     for unit in (s for s in spans if s.role == "unit"):
         before = text[: unit.start].rstrip()
         if before.endswith(_ASKED):
             yield Span("amount_question", max(0, len(before) - 4), unit.end)
-        elif before and (before[-1] in _ZH_NUMERAL or len(before) in numeral_ends):
-            yield Span("amount", len(before.rstrip("0123456789.,")) or len(before) - 1, unit.end)
+        elif len(before) in numeral_at:
+            yield Span("amount", numeral_at[len(before)], unit.end)
+        elif before and before[-1] in _ZH_NUMERAL:
+            yield Span(
+                "amount",
+                len(before.rstrip("0123456789.,零〇一二两三四五六七八九十百千万半")),
+                unit.end,
+            )
     yield from (Span("amount", s.start, s.end) for s in spans if s.role == "frequency")
 
 
@@ -366,6 +381,14 @@ def _treat(s: Sentence) -> Found:
     return s.near(("effect",), ("condition",), 12, 32, ordered=False)
 
 
+def _self_treat(s: Sentence) -> Found:
+    """A verb that holds its condition (退烧, 止咳, "bring down a fever"), asked, told or
+    aimed at someone: 如何快速退烧, 推荐助眠的…."""
+    if s.has("question", "advise", "patient", "intake", "intake_weak", "amount", "ask", "works"):
+        return _span(s, ("treat_condition",))
+    return None
+
+
 def _cure(s: Sentence) -> Found:
     """A promised cure asked about or aimed at someone: 能治好老寒腿吗, "cure my…"."""
     return s.near(("cure",), ("patient",), 3, 8) or s.near(("cure",), ("ask",), 6, 0)
@@ -416,6 +439,7 @@ INTENTS = (
     Intent("taking_a_drug", _take_weak, ("patient", "advise", "amount")),
     Intent("drug_for_condition", _drug_for, ("patient", "advise", "amount", "intake")),
     Intent("treatment", _treat, ("patient", "advise", "amount", "intake")),
+    Intent("treatment", _self_treat, ("patient", "advise", "amount", "intake")),
     Intent("cure", _cure, ("patient", "advise", "amount")),
     Intent("remedy", _remedy, ("patient", "advise", "amount")),
     Intent("diagnosis", _diagnose, ("patient",)),
@@ -448,15 +472,21 @@ def signals_in(sentence: Sentence) -> Iterator[Signal]:
 # Every intent needs one of these roles: a text without any is read no further.
 _ANCHORS = frozenset(
     {"drug", "drug_generic", "condition", "dose_word", "amount_question", "care", "remedy"}
-    | {"cure", "intake_medical"}
+    | {"cure", "intake_medical", "treat_condition"}
 )
-_WORD_BREAK = re.compile(r"(?<=[a-z])[-_.·•*](?=[a-z])")
+_LETTER = r"[a-z\u3400-\u9fff]"
+# Symbols, punctuation inside a word and emoji between two letters: mel-atonin, 布🙂洛芬, 失.眠.
+_WORD_BREAK = re.compile(
+    rf"(?<={_LETTER})(?:_|[^\w\s，。、！？；：,!?;:()（）\[\]【】《》“”\"'])"
+    rf"{{1,3}}(?={_LETTER})"
+)
 
 
 def medical_signals(text: str, lexicon: Lexicon) -> Iterator[Signal]:
     """The intents that make canonical ``text`` medical advice, sentence by sentence.
 
-    Words broken with hyphens or dots (mel-atonin, in.somnia) are read a second time joined.
+    Words broken with symbols (mel-atonin, 布🙂洛芬) are read a second time joined; short
+    sentences are read with their neighbour too ("Insomnia? Melatonin. 3 mg.").
     """
     forms = [prepared(text)]
     if _WORD_BREAK.search(text):
@@ -464,8 +494,24 @@ def medical_signals(text: str, lexicon: Lexicon) -> Iterator[Signal]:
     for ready in forms:
         spans = medical_roles(ready, lexicon)
         if any(s.role in _ANCHORS for s in spans):  # no intent can form without one
-            for sentence in sentences(ready, spans):
+            for sentence in _with_neighbours(sentences(ready, spans)):
                 yield from signals_in(sentence)
+
+
+_SHORT = 40  # characters: a sentence this short may finish its neighbour's advice
+
+
+def _with_neighbours(found: list[Sentence]) -> Iterator[Sentence]:
+    """Each sentence, then each pair of neighbours of which one is short, read as one."""
+    yield from found
+    for first, second in pairwise(found):
+        if min(_length(first), _length(second)) <= _SHORT:
+            spans = first.spans + second.spans
+            yield Sentence(first.text, spans, first.clause_starts + second.clause_starts)
+
+
+def _length(sentence: Sentence) -> int:
+    return sentence.spans[-1].end - sentence.spans[0].start
 
 
 def medical_signal(text: str, lexicon: Lexicon) -> Signal | None:
