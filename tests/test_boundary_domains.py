@@ -102,6 +102,9 @@ OUT_OF_SCOPE = [
     "八段锦视频下载",
     "Tao Te Ching phone wallpaper",
     "Wing Chun movie box office",
+    # a domain word put in front of an everyday query does not make it a study
+    "孔子 附近好吃的火锅店",
+    "Laozi quotes, then the NBA playoffs schedule",
     # single characters never make a domain
     "我想知道今晚的末班车",
     "高速道路施工通知",
@@ -119,6 +122,8 @@ BESIDE = [
     ("功夫熊猫里的道家思想", "道"),
     ("the box office history of kung fu cinema", "武"),
     ("唐代寺院的租金收入与佛教经济史", "释"),
+    ("the delivery of the Platform Sutra sermon", "释"),
+    ("scores of monks at the Shaolin Temple in the Ming", "武"),
 ]
 
 
