@@ -41,7 +41,7 @@ def test_lingyan_is_an_alias_of_lingresearch(alias: str) -> None:
 BAD = [
     ('on_fail = "reject"', 'on_fail = "explode"', "checks[0].on_fail"),
     ('check = "boundary.medical"', 'check = "boundary.nonsense"', "checks[0].check"),
-    ('fields = ["query"]', 'fieldz = ["query"]', "checks[0].params.fieldz"),
+    ('fields = ["query"]', 'fieldz = ["query"]', "checks[1].params.fieldz"),
     ('zh = "请咨询执业医师', 'fr = "请咨询执业医师', "checks[0].params.referral"),
     ('stage = "boundary"', 'stage = "later"', "checks[0].stage"),
     ('member = "lingzhi"', 'member = "lingzhi"\ncolour = "blue"', "colour"),
