@@ -94,8 +94,9 @@ def test_policy_checks_json_describes_every_check(capsys: pytest.CaptureFixture[
     load_builtin_checks()
     assert set(by_code) >= set(REGISTRY)
     medical = by_code["boundary.medical"]
-    assert medical["stage"] == "boundary" and medical["used_by"] == ["lingzhi"]
-    assert medical["params"]["properties"]["fields"]["type"] == "array"
+    assert medical["stage"] == "boundary"  # medical advice is out of bounds for every member
+    assert medical["used_by"] == ["lingflow", "lingresearch", "lingyi", "lingzhi"]
+    assert medical["params"]["properties"]["lexicon"]["default"] == "lexicons/medical.toml"
     assert by_code["tool.owned"]["always"] and by_code["tool.owned"]["stage"] == "tool_validation"
     assert by_code["pre.content"]["params"]["properties"]["max_length"]["default"] == 4000
 

@@ -40,9 +40,10 @@ def files_to_write() -> dict[Path, bytes]:
     """Every file of a new deployment, by its path inside DIR."""
     shipped = defaults_dir()
     files = {CONFIG: config_template(VALUES, DATA_SOURCES).encode()}
+    policies = shipped / "validators"  # member policies and the lexicons they name
     files |= {
-        Path("validators") / p.name: p.read_bytes()
-        for p in sorted((shipped / "validators").glob("*.toml"))
+        Path("validators") / p.relative_to(policies): p.read_bytes()
+        for p in sorted(policies.rglob("*.toml"))
     }
     skeleton = shipped / "skeleton"
     files |= {

@@ -50,6 +50,7 @@ class _Loader:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.errors: list[PolicyError] = []
+        self._common_broken = False
 
     def load(self) -> tuple[PolicySet | None, list[PolicyError]]:
         load_builtin_checks()
@@ -57,6 +58,7 @@ class _Loader:
             return None, [PolicyError(str(self.folder), "-", "policy folder not found")]
         files = sorted(self.folder.glob("*.toml"))
         common = [c for f in files if f.name.startswith("_") for c in self._common(f)]
+        self._common_broken = bool(self.errors)  # then a member's disable cannot be judged
         members = [m for f in files if not f.name.startswith("_") if (m := self._member(f, common))]
         if not any(not f.name.startswith("_") for f in files):
             self._error(self.folder, "-", "no member policy files (*.toml) found")
@@ -124,7 +126,8 @@ class _Loader:
         if raw is None:
             return None
         self._tool_filters(raw, path)
-        self._disabled(raw, common, path)
+        if not self._common_broken:
+            self._disabled(raw, common, path)
         if len(self.errors) > before:
             return None
         shared = [c for c in common if c.check not in raw.disable]
