@@ -73,6 +73,9 @@ RULES = [
     ("Take it from me: the glossary lands Thursday.", "flagged"),
     ("这不是推演：词表礼拜四发版", "flagged"),
     ("这不是推演：词表评审改到礼拜四", "passes"),  # a schedule change, no outcome forecast
+    ("索引上线礼拜四，这事稳了", "flagged"),  # certainty in its own clause vouches for the sentence
+    ("The index lands Thursday, no two ways about it, for certain.", "flagged"),
+    ("稳了，上周四的评审已经完成", "passes"),  # certainty about the past
 ]
 
 
@@ -107,6 +110,9 @@ INFORMAL_AND_HEDGES = [
     ("By May the glossary will hit 2,000 entries.", "flagged"),
     ("The glossary may ship in May.", "passes"),  # "may" the hedge, "May" the month
     ("没有可能找到这个文件，路径写错了", "passes"),  # certainty, but nothing ahead
+    ("索引礼拜四必上线", "flagged"),  # 必 alone is certainty
+    ("评审必须在礼拜四前完成", "passes"),  # 必须 is an obligation
+    ("索引礼拜四未必上线", "passes"),  # 未必 hedges
     # a hedge covers its clause, not the next one
     ("评审可能要一小时，但词表礼拜四一定会发版", "flagged"),
     ("Review may take an hour, but the glossary will definitely ship Thursday.", "flagged"),
@@ -135,6 +141,13 @@ LOOK_ALIKES = [
     ("我们会比对两版词表的差异", "passes"),  # 比对 compares nothing
     ("The glossary review meeting will be held Thursday at 10.", "passes"),
     ("下周会上线新词表", "flagged"),  # 下周 + 会: not the weekly meeting 周会
+    ("The launch will include the glossary on Thursday.", "passes"),  # "the launch" is a noun
+    ("The index will launch on Thursday.", "flagged"),
+    ("If the review passes, the index will go live Thursday.", "passes"),  # contingent
+    ("If nothing changes, the index will run out of space next week.", "flagged"),  # a basis
+    ("上礼拜四的命中率超过了九成", "passes"),  # happened
+    ("上礼拜四索引一定上线", "passes"),  # 上礼拜四 has passed: a guess about the past
+    ("礼拜四的命中率一定超过九成", "flagged"),
 ]
 
 

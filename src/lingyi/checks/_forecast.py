@@ -98,6 +98,7 @@ NEIGHBOURS = frozenset(
         "question_end",
         "negation",
         "label_void",
+        "determiner",
     }
 )
 
@@ -202,14 +203,14 @@ def _cancel(hits: list[Hit]) -> list[Hit]:
     """Drop the groups that a longer term around a hit cancels (会 in 会议, 可能 in 没有可能),
     unless that term is a false reading (下周|会 is no 周会); then drop terms that a longer one
     of the same groups contains (完 in 完成)."""
-    if not _nested(hits):
+    if not _overlapping(hits):
         return hits
     near, drops = _Near(hits), dict[int, set[str]]()
     for outer in hits:
         cancels = _cancelled_by(outer.groups)
-        if cancels == set() or near.straddles(outer):
+        if cancels == set() or (_denies(outer) and near.straddles(outer)):
             continue
-        for inner in near.inside(outer):
+        for inner in _reach(near, outer):
             drops.setdefault(id(inner), set()).update(inner.groups if cancels is None else cancels)
     out = [_regroup(h, h.groups - drops[id(h)]) if id(h) in drops else h for h in hits]
     kept = _Near(out)
@@ -217,15 +218,28 @@ def _cancel(hits: list[Hit]) -> list[Hit]:
     return [h for h in out if id(h) not in redundant]
 
 
+def _denies(hit: Hit) -> bool:
+    """A not_* word (会议 against 会) can be a false reading; a past time or a noun cannot."""
+    return any(g.startswith("not_") for g in hit.groups)
+
+
+def _reach(near: _Near, outer: Hit) -> list[Hit]:
+    """What a canceller covers: the hits inside it, and for a past time also a day that
+    begins inside it (上周一 is 上周 and 周一: the Monday that has passed)."""
+    if "past" not in outer.groups:
+        return near.inside(outer)
+    return [h for h in near.starting(outer.start, outer.end - 1) if h is not outer]
+
+
 def _regroup(hit: Hit, groups: frozenset[str]) -> Hit:
     return Hit(hit.term, groups, hit.start, hit.end)  # dataclasses.replace is slow
 
 
-def _nested(hits: list[Hit]) -> bool:
-    """Does any hit lie inside another? (Most texts: no, and nothing needs cancelling.)"""
+def _overlapping(hits: list[Hit]) -> bool:
+    """Do any two hits overlap? (Most texts: no, and nothing needs cancelling.)"""
     furthest = -1
     for hit in sorted(hits, key=lambda h: (h.start, -h.end)):
-        if hit.end <= furthest:
+        if hit.start < furthest:
             return True
         furthest = max(furthest, hit.end)
     return False
@@ -302,9 +316,20 @@ def _duration(ctx: _Context, hit: Hit) -> Hit:
     return hit
 
 
+def _noun_event(ctx: _Context, hit: Hit) -> Hit:
+    """An English event word after a determiner is a noun: "the release", "v2's launch"."""
+    if (
+        "event" in hit.groups
+        and hit.term.isascii()
+        and ctx.preceding(hit.start, "determiner") is not None
+    ):
+        return _without(hit, "event")
+    return hit
+
+
 def _done(ctx: _Context, hit: Hit) -> Hit:
-    """A Chinese event next to 了/已经 has happened (周五完成了, 已经发布)."""
-    if "event" not in hit.groups or hit.term.isascii():
+    """A Chinese outcome next to 了/已经 has happened (周五完成了, 已经超过)."""
+    if hit.groups.isdisjoint(("event", "metric")) or hit.term.isascii():
         return hit
     if ctx.preceding(hit.start, "past_mark") is not None or ctx.follows(hit.end, "past_mark"):
         return _with(hit, "done")
@@ -318,6 +343,7 @@ _CONTEXT_RULES = (
     _metric_number,
     _day_ahead,
     _duration,
+    _noun_event,
     _done,
 )
 
@@ -583,7 +609,8 @@ class Reading:
 def _sentence_signal(clauses: list[Clause], denied: bool) -> str | None:
     live = [c for c in clauses if not c.hedged]
     whole = Clause(0, 0, [h for c in live for h in c.hits])
-    vouched = denied or whole.find("assurance") is not None
+    # Certainty anywhere in a sentence with a time and an outcome (下周一上线，板上钉钉).
+    vouched = denied or whole.find("assurance", "certainty") is not None
     basis = _basis(whole)
     for clause in live:
         if found := _clause_signal(clause, whole, basis, vouched):
@@ -604,14 +631,15 @@ def _clause_signal(
         return [sure, modal or c.find("ability")]
     if modal and (c.find("metric") or basis):
         return [basis or c.find("metric"), modal]
-    if modal and event and when and not s.find("plan"):
+    if modal and event and when and not s.find("plan", "condition"):
         return [when, modal, event]
     if sure and (c.find("future") or (c.find("day") and _undone(c))):
         return [sure, c.find("future", "day")]
-    if basis and when and outcome:
-        return [basis, when, outcome]
-    if vouched and when and outcome:
-        return [s.find("assurance"), when, outcome]
+    ahead = s.find("future") or (s.find("day") if _undone(c) else None)
+    if basis and ahead and outcome:
+        return [basis, ahead, outcome]
+    if vouched and ahead and outcome:
+        return [s.find("assurance", "certainty"), ahead, outcome]
     return None
 
 
@@ -625,5 +653,7 @@ def _basis(s: Clause) -> Hit | None:
 
 
 def _undone(c: Clause) -> bool:
-    """An event in the clause that has not happened (完成, not 完成了 or 已完成)."""
-    return any("event" in h.groups and "done" not in h.groups for h in c.hits)
+    """An outcome in the clause that has not happened (完成, not 完成了 or 已完成)."""
+    return any(
+        not h.groups.isdisjoint(("event", "metric")) and "done" not in h.groups for h in c.hits
+    )
