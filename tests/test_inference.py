@@ -306,6 +306,35 @@ def test_a_relayed_forecast_says_whose_it_is(relay_verify: Verify) -> None:
     assert "reported speech" in _inference(result).reason
 
 
+@pytest.mark.parametrize(("disabled", "decision"), [(False, "passes"), (True, "flagged")])
+def test_relayed_words_are_exempt_only_where_the_record_check_runs(
+    tmp_path: Path, disabled: bool, decision: str
+) -> None:
+    """Without communication.on_record, a relay could carry a forecast through unchecked."""
+    folder = tmp_path / "validators"
+    copytree(defaults_dir() / "validators", folder)
+    if disabled:
+        member = folder / "lingresearch.toml"
+        text = member.read_text(encoding="utf-8")
+        member.write_text(
+            text.replace(
+                'member = "lingresearch"\n',
+                'member = "lingresearch"\ndisable = ["communication.on_record"]\n',
+                1,
+            ),
+            encoding="utf-8",
+        )
+    content = "灵通说词表 v2 礼拜四一定会发版"
+    assertion = Assertion(
+        session="s1", member="lingresearch", type="communication", content=content
+    )
+    council = MemoryCouncil(
+        [CouncilMessage.model_validate({"id": "r-1", "from": "lingflow", "content": content[3:]})]
+    )
+    result = ConstraintLayer(load_policies(folder), council).verify(assertion, Ledger())
+    assert ("flagged" if not _inference(result).passed else "passes") == decision
+
+
 # ------------------------------------------------------------- the helpers other checks use
 
 IS_INFERENCE = [

@@ -73,6 +73,10 @@ class InferenceParams(CheckParams):
     # The label a fallback puts before the content, by the content's language (a label in
     # label position, so that the relabelled text passes); a policy may override either.
     prefix: PerLanguage = _PREFIX
+    # The check that holds relayed words to the council record. A forecast in another member's
+    # relayed words is left to it, but only where it runs on the assertion: otherwise a
+    # fabricated relay would carry an unlabelled forecast through unchecked.
+    relay_check: str = "communication.on_record"
 
     @field_validator("prefix")
     @classmethod
@@ -131,6 +135,12 @@ def _relayed_spans(text: str, ctx: CheckContext, hits: list[Hit]) -> list[tuple[
     return spans
 
 
+def _runs(ctx: CheckContext, check: str) -> bool:
+    """Does the member's policy run ``check`` on this assertion?"""
+    tool = ctx.assertion.tool_call.name if ctx.assertion.tool_call else None
+    return any(e.check == check and e.applies(ctx.assertion.type, tool) for e in ctx.member.checks)
+
+
 @register("inference.labelled", InferenceParams)
 def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     """Predictions and forecasts must be labelled as inference, not asserted as fact."""
@@ -139,7 +149,7 @@ def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     whole = Reading(text, hits, vocabulary(lexicon), label_words(params.labels))
     if whole.signal is None and not whole.labels and _SUPPRESSING.isdisjoint(groups_of(hits)):
         return ok(ctx.msg("no_prediction"))  # no forecast that a relay could hide or reveal
-    relayed = _relayed_spans(text, ctx, hits)
+    relayed = _relayed_spans(text, ctx, hits) if _runs(ctx, params.relay_check) else []
     reading = Reading(text, hits, whole.vocabulary, whole.words, relayed) if relayed else whole
     if (signal := reading.signal) is None:
         if reading.labels:
