@@ -10,6 +10,7 @@ label position, and forecasts that are another member's relayed words.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from shutil import copytree
 
@@ -376,12 +377,7 @@ def test_the_vocabulary_is_data(tmp_path: Path) -> None:
 
     assert passes(load_policies(folder))
     lexicon = folder / "lexicons" / "inference.toml"
-    lexicon.write_text(
-        lexicon.read_text(encoding="utf-8").replace(
-            "[groups.certainty]   # certain",
-            '[groups.certainty]   # certain\nextra = ["板凳上"]\n# ',
-            1,
-        ),
-        encoding="utf-8",
-    )
+    header = re.compile(r"^\[groups\.certainty\].*$", re.MULTILINE)
+    text = header.sub('[groups.certainty]\nextra = ["板凳上"]', lexicon.read_text(encoding="utf-8"))
+    lexicon.write_text(text, encoding="utf-8")
     assert not passes(load_policies(folder))
