@@ -153,7 +153,6 @@ def _starts_at(text: str, start: int, term: str) -> bool:
 @dataclass(frozen=True)
 class _Context:
     text: str
-    near: _Near
     words: dict[str, tuple[str, ...]]
 
     def preceding(self, pos: int, group: str, skip: int = 0) -> int | None:
@@ -182,10 +181,11 @@ def tag(text: str, lexicon: Lexicon) -> list[Hit]:
     """The lexicon's hits in ``text`` with their groups settled by what surrounds them."""
     vocab = vocabulary(lexicon)
     hits = _cancel(vocab.matcher.find(text))
-    ctx, out = _Context(text, _Near(hits), vocab.words), []
-    for hit in hits:  # each rule reads its neighbours' groups, which no rule changes
-        for rule in _CONTEXT_RULES:
-            hit = rule(ctx, hit)
+    ctx, out = _Context(text, vocab.words), []
+    for hit in hits:  # each rule reads the words around a hit, which no rule changes
+        for triggers, rule in _CONTEXT_RULES:
+            if not triggers.isdisjoint(hit.groups):
+                hit = rule(ctx, hit)
         if hit.groups:
             out.append(hit)
     return sorted(out, key=lambda h: (h.start, -h.end))
@@ -336,15 +336,16 @@ def _done(ctx: _Context, hit: Hit) -> Hit:
     return hit
 
 
+# Each rule with the groups that call for it, in order (a rule may add or drop a group).
 _CONTEXT_RULES = (
-    _noun_hui,
-    _month_or_hedge,
-    _participle,
-    _metric_number,
-    _day_ahead,
-    _duration,
-    _noun_event,
-    _done,
+    (frozenset({"modal"}), _noun_hui),
+    (frozenset({"hedge"}), _month_or_hedge),
+    (frozenset({"event_participle"}), _participle),
+    (frozenset({"metric_number"}), _metric_number),
+    (frozenset({"day"}), _day_ahead),
+    (frozenset({"duration_unit"}), _duration),
+    (frozenset({"event"}), _noun_event),
+    (frozenset({"event", "metric"}), _done),
 )
 
 
@@ -367,8 +368,11 @@ class Clause:
 
     def find(self, *groups: str) -> Hit | None:
         """The first hit of any of ``groups`` (read once the clause holds all its hits)."""
-        found = [self._first[g] for g in groups if g in self._first]
-        return min(found, key=lambda h: h.start) if found else None
+        first = self._first
+        if len(groups) == 1:
+            return first.get(groups[0])
+        found = [first[g] for g in groups if g in first]
+        return min(found, key=attrgetter("start")) if found else None
 
     @property
     def hedged(self) -> bool:
@@ -553,7 +557,7 @@ class Reading:
 
     @cached_property
     def _context(self) -> _Context:
-        return _Context(self.text, _Near(()), self.vocabulary.words)
+        return _Context(self.text, self.vocabulary.words)
 
     def _label(self, form: Form, quotes: _Quotes) -> Label | None:
         """The label a form not taken back makes: a tag anywhere, a prefix at the start of a
