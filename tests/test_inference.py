@@ -68,6 +68,7 @@ RULES = [
     # a basis, a time and an outcome without a modal
     ("照现在的速率，礼拜四之前收尾", "flagged"),
     ("At this rate we're shipping the glossary by Thursday.", "flagged"),
+    ("At this pace it's launching Thursday.", "flagged"),  # 's is "is" here, not a possessive
     ("Based on the burndown we shipped the glossary last Thursday.", "passes"),  # past
     # vouched for, or denied to be an inference, with a time and an outcome
     ("相信我，礼拜四上线", "flagged"),

@@ -317,7 +317,7 @@ def _duration(ctx: _Context, hit: Hit) -> Hit:
 
 
 def _noun_event(ctx: _Context, hit: Hit) -> Hit:
-    """An English event word after a determiner is a noun: "the release", "v2's launch"."""
+    """An English event word after a determiner is a noun: "the release", "our launch"."""
     if (
         "event" in hit.groups
         and hit.term.isascii()
