@@ -125,7 +125,8 @@ class Assertions:
     def is_request(self, text: str, hits: dict[str, list[Hit]]) -> bool:
         if self.opens(text, hits, "request_openers"):
             return True
-        return bool(self.opens(text, hits, "search_openers")) and not hits.get("results")
+        search = self.opens(text, hits, "search_openers") or hits.get("search_verbs")
+        return bool(search) and not hits.get("results")
 
     def is_hedged(self, text: str, hits: dict[str, list[Hit]]) -> bool:
         certain = hits.get("not_hedges", [])
@@ -151,7 +152,9 @@ class Assertions:
         hits = self._hits(text)
         if hits.get("results"):
             return False
-        lookup = hits.get("search_openers") or hits.get("request_openers")
+        lookup = (
+            hits.get("search_openers") or hits.get("request_openers") or hits.get("search_verbs")
+        )
         return bool(lookup or hits.get("task_lists")) or self.is_question(text, hits)
 
     def is_own_work(self, text: str, hits: dict[str, list[Hit]]) -> bool:
