@@ -17,6 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
@@ -29,6 +30,7 @@ from lingyi.text._lang import bigrams, words
 
 _HEX_ID = re.compile(r"[0-9a-f]{24,40}")  # trace ids, commit SHAs
 _SHORT_HEX = re.compile(r"[0-9a-f]{7,39}")
+_SHA = re.compile(r"[0-9a-f]{40}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # A search query says what was asked, not what was found: it is not part of the evidence.
 _ASKED = frozenset({"query", "q", "question", "prompt", "message", "content"})
@@ -47,6 +49,11 @@ def evidence_key(evidence_id: str) -> str:
 
 def is_hex_id(key: str) -> bool:
     return bool(_HEX_ID.fullmatch(key))
+
+
+def number_key(value: Decimal) -> str:
+    """How a number is indexed: '#640', '#0.874', whatever way it was written."""
+    return f"#{value.normalize():f}"
 
 
 class LedgerEntry(BaseModel):
@@ -87,7 +94,7 @@ class Item:
     def index_terms(self) -> set[str]:
         """What the item can be found by: bigrams, words and number values."""
         text = self.text
-        values = {f"#{v.normalize()}" for v in entities(text).values}
+        values = {number_key(v) for v in entities(text).values}
         parts = words(text.replace("_", " "))  # dataset_v3_labels is found by "dataset" too
         return bigrams(text) | words(text) | parts | values | {self.key}
 
@@ -115,7 +122,7 @@ class SessionLedger:
             self._seq += 1
             item = Item(evidence, entry, evidence_key(evidence.id), self._seq)
             self.by_id[item.key] = item
-            if is_hex_id(item.key):
+            if _SHA.fullmatch(item.key):  # a commit may be cited by a short SHA
                 self._hex_prefix.setdefault(item.key[:7], []).append(item.key)
             for url in {normalize_url(u) for u in _urls_of(evidence)}:
                 self.urls.add(url)

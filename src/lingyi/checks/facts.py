@@ -43,7 +43,7 @@ from lingyi.checks._asserted import Assertions, Clause, Span, asserted, masked
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register, unsure
 from lingyi.checks.evidence import relays, urls_in
 from lingyi.checks.inference import prediction_signal
-from lingyi.ledger import Item, SessionLedger
+from lingyi.ledger import Item, SessionLedger, number_key
 from lingyi.models import Evidence as EvidenceModel
 from lingyi.policy import LexiconRef
 from lingyi.text import TermMatcher, canonical, canonical_text
@@ -284,7 +284,7 @@ def _keys(fact: Fact, vocab: Vocabulary) -> set[str]:
     keys: set[str] = set()
     for clause in fact.clauses:
         keys |= bigrams(clause.text) | words(clause.text)
-        keys |= {f"#{v.normalize()}" for v in clause_features(clause, vocab).values}
+        keys |= {number_key(v) for v in clause_features(clause, vocab).values}
         for hit in vocab.names.find(clause.text) + vocab.terms.find(clause.text):
             keys |= {k for g in hit.groups for form in vocab.forms.get(g, ()) for k in _split(form)}
     return keys
