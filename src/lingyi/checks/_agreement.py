@@ -79,8 +79,18 @@ _COUNT = re.compile(
     r"items|papers|results|commentaries|translations|titles|books|videos|chapters)\b",
     re.IGNORECASE,
 )
-_OWNER_LETTER = re.compile(r"(?<![A-Za-z/&])([A-H])(?![A-Za-z/&'])")
-_ARTICLE_A = re.compile(r"A\s+[a-z]")  # "A new entry": the article, unless B… labels appear
+# A data source, a table or a column named in snake_case: the evidence must name it too.
+_IDENTIFIER = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])")
+_OWNER_LETTER = re.compile(r"(?<![A-Za-z/&])([A-H])(?![A-Za-z/&])")
+_ARTICLE_A = re.compile(r"A\s+[a-z]")
+_STARTS = re.compile(r"(?:^|[.!?:;,\"(\n])\s*$")
+
+
+def _is_article(pair: str, at: int) -> bool:
+    """'A new entry…' opening a sentence is the article; 'cohort A scored' is a label."""
+    return bool(_ARTICLE_A.match(pair, at)) and bool(_STARTS.search(pair[:at]))
+
+
 _SEGMENT = re.compile(r"[;。；()]|,(?!\d{3})|\bvs\.?\b|\bversus\b|对比")
 # What a number counts: the measure word or the word after it (16 章, 1,200 samples, 2.3s).
 _UNIT = re.compile(r"\s*(%|[\u3400-\u9fff]|[a-z]+)")
@@ -202,6 +212,7 @@ class Features:
     numbers: list[tuple[str, frozenset[Decimal]]] = field(default_factory=list)
     versions: frozenset[str] = frozenset()
     ids: frozenset[str] = frozenset()
+    identifiers: frozenset[str] = frozenset()  # snake_case names: loans_2025, reading_survey
     titles: frozenset[str] = frozenset()
     counts: list[int] = field(default_factory=list)
     units: dict[str, set[Decimal]] = field(default_factory=dict)  # unit → values counted in it
@@ -289,6 +300,7 @@ def features(text: str, cased: str, vocab: Vocabulary) -> Features:
         numbers=_numbers(plain),
         versions=ents.versions,
         ids=ents.ids,
+        identifiers=frozenset(_IDENTIFIER.findall(text)),
         titles=_titles(ents.titles),
         counts=[c for a, b in _COUNT.findall(digits) if (c := int((a or b).replace(",", ""))) != 1],
         units=units_of(digits),
@@ -325,7 +337,7 @@ def _owners_in(pair: str, owners: Owners) -> list[tuple[int, str]]:
     found = [
         (m.start(), m.group(1).lower())
         for m in letters
-        if labelled or not _ARTICLE_A.match(pair, m.start())
+        if labelled or not _is_article(pair, m.start())
     ]
     for name, member in owners:
         pattern = rf"(?<![a-z]){re.escape(name)}(?![a-z])"
@@ -333,7 +345,7 @@ def _owners_in(pair: str, owners: Owners) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-_NEAR = 12  # characters between a label and its value, at most ("lingflow 发了 611")
+_NEAR = 20  # characters between a label and its value, at most ("b satisfaction 4.6")
 
 
 def owned_values(pair: str, owners: Owners) -> list[tuple[str, Decimal]]:
@@ -502,7 +514,7 @@ def _entities(claim: Features, ev: Evidence, verdict: Verdict) -> None:
             verdict.anchored = True
         else:
             verdict.contradictions.append(("what_number", {"value": text}))
-    for kind, found in (("version", claim.versions), ("id", claim.ids)):
+    for kind, found in (("version", claim.versions), ("id", claim.ids | claim.identifiers)):
         known = ev.union(f"{kind}s")
         for x in sorted(found):
             if x in known or (

@@ -33,7 +33,7 @@ _MONTH_MAY = re.compile(
     r"(?:\b(?:in|of|since|until|till|by|from|during|early|late|mid|last|next|this|before|after)"
     r"\s+may\b|\bmay\s+\d|\bmay\s*[,.]|\bmay$)"
 )
-_ING = re.compile(r"^\W*(?:[a-z']+\s+){0,2}?([a-z]+ing)\b")
+_ING = re.compile(r"^\W*(?:[a-z']+\s+){0,2}?([a-z][a-z\-]*ing)\b")
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,14 @@ def clauses(sentence: Span, index: int) -> list[Clause]:
     return [Clause(c.text, c.cased, c.start, index) for c in _split(sentence, _CLAUSE)]
 
 
+def _glued(text: str, hit: Hit) -> bool:
+    """Is a Latin term part of a compound name ("search-api", "may_2025", "check/verify")?"""
+    if not hit.term[-1:].isascii():
+        return False
+    after, before = text[hit.end : hit.end + 2], text[max(0, hit.start - 2) : hit.start]
+    return bool(re.match(r"[-_/][a-z0-9]", after) or re.search(r"[a-z0-9][-_/]$", before))
+
+
 @lru_cache(maxsize=64)
 def _vocative(names: tuple[str, ...]) -> re.Pattern[str] | None:
     """A member addressed at the start of a clause: "灵通，", "lingflow —", "灵研:"."""
@@ -108,6 +116,8 @@ class Assertions:
     def _hits(self, text: str) -> dict[str, list[Hit]]:
         found: dict[str, list[Hit]] = {}
         for hit in self.matcher.find(text):
+            if _glued(text, hit):
+                continue  # "search-api" is a name, not the verb "search"
             for group in hit.groups:
                 found.setdefault(group, []).append(hit)
         return found
