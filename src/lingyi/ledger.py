@@ -12,6 +12,7 @@ by their normal form, entries by member, and evidence by the terms and numbers i
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections import deque
@@ -35,6 +36,7 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # A search query says what was asked, not what was found: it is not part of the evidence.
 _ASKED = frozenset({"query", "q", "question", "prompt", "message", "content"})
 POSTINGS = 256  # evidence items kept per (tool, term): the newest are the ones facts cite
+PER_TERM = 64  # of which a search looks at the newest, rare terms first
 
 
 def evidence_key(evidence_id: str) -> str:
@@ -160,18 +162,31 @@ class SessionLedger:
     def entries_by(self, member: str) -> list[LedgerEntry]:
         return list(self._by_member.get(member, ()))
 
-    def related(self, terms: Iterable[str], tools: Iterable[str], limit: int = 8) -> list[Item]:
-        """The items from ``tools`` sharing the most ``terms``, best first (newest on ties)."""
+    def related(
+        self, terms: Iterable[str], tools: Iterable[str], limit: int = 8, budget: int = 256
+    ) -> list[Item]:
+        """The items from ``tools`` sharing the most ``terms``, best first (newest on ties).
+
+        Rare terms are looked at first and at most ``budget`` postings in all, so that the
+        cost stays flat however large the session grows.
+        """
+        lists = [
+            postings[t]
+            for tool in tools
+            if (postings := self._postings.get(tool))
+            for t in set(terms)
+            if t in postings
+        ]
         score: dict[int, int] = {}
         found: dict[int, Item] = {}
-        wanted = set(terms)
-        for tool in tools:
-            postings = self._postings.get(tool, {})
-            for term in wanted:
-                for item in tuple(postings.get(term, ())):
-                    found[id(item)] = item
-                    score[id(item)] = score.get(id(item), 0) + 1
-        best = sorted(found, key=lambda i: (-score[i], -found[i].seq))[:limit]
+        for items in sorted(lists, key=len):
+            for item in tuple(items)[: min(budget, PER_TERM)]:
+                found[id(item)] = item
+                score[id(item)] = score.get(id(item), 0) + 1
+            budget -= min(len(items), PER_TERM)
+            if budget <= 0:
+                break
+        best = heapq.nlargest(limit, found, key=lambda i: (score[i], found[i].seq))
         return [found[i] for i in best]
 
     def from_tools(self, tools: set[str] | None = None) -> Iterator[Evidence]:

@@ -26,7 +26,7 @@ from decimal import Decimal
 from functools import lru_cache
 
 from lingyi.checks._asserted import Clause
-from lingyi.text import Hit, TermMatcher, arabic_numerals, entities
+from lingyi.text import Entities, Hit, TermMatcher, arabic_numerals, entities
 from lingyi.text._lang import EN_STOP, ZH_STOP_CHARS
 
 _EN_NUMBERS = {
@@ -59,19 +59,32 @@ _EN_NUMBERS = {
     if w != "_"
 }
 _EN_NUMBER = re.compile(rf"\b({'|'.join(_EN_NUMBERS)})\b", re.IGNORECASE)
-# When or which, not how many: a month without a day, "3 天前", a clock time, "2 weeks ago",
-# an ordinal ("第3周", "week 7"), a significance threshold ("在0.05水平上", "at the 0.05 level").
-_TIME = re.compile(
-    r"第\s*\d+(?:\s*[至到\-~]\s*\d+)?\s*(?:周|天|章|节|季度|期|次|名|轮|届|步|阶段|课|讲|部分)|"
-    r"\b(?:week|day|sprint|phase|step|chapter|lesson)s?\s+\d+(?:\s*(?:-|to)\s*\d+)?\b|"
-    r"(?:在\s*)?\d*\.\d+\s*(?:的)?\s*(?:显著性)?水平|\bat\s+the\s+\d*\.\d+\s+level\b|"
-    r"(?:α|alpha|significance level)\s*[=:]?\s*\d*\.\d+|"
-    r"(?<![\d.])\d{1,2}\s*月(?!\s*\d{1,2}\s*[日号])|"
-    r"\d+\s*(?:天|周|小时|分钟|个月|年)(?:前|后|以前|以后|之前|之后|以内|内)|"
-    r"\d+\s*点(?:\s*\d+\s*分?)?|\d{1,2}:\d{2}|"
-    r"\d+\s+(?:days?|weeks?|hours?|minutes?|months?|years?)\s+(?:ago|later|earlier|before|after)",
-    re.IGNORECASE,
+# When or which, not how many: an ordinal ("第3周", "week 7"), a significance threshold
+# ("在0.05水平上", "at the 0.05 level"), a month without a day, "3 天前", a clock time,
+# "2 weeks ago". Each pattern runs only when its trigger word is in the text (cost).
+_TIMES = (
+    (
+        ("第",),
+        r"第\s*\d+(?:\s*[至到\-~]\s*\d+)?\s*(?:周|天|章|节|季度|期|次|名|轮|届|步|阶段|课|讲|部分)",
+    ),
+    (
+        ("week", "day", "sprint", "phase", "step", "chapter", "lesson"),
+        r"\b(?:week|day|sprint|phase|step|chapter|lesson)s?\s+\d+(?:\s*(?:-|to)\s*\d+)?\b",
+    ),
+    (("水平",), r"(?:在\s*)?\d*\.\d+\s*(?:的)?\s*(?:显著性)?水平"),
+    (
+        ("level", "alpha", "α"),
+        r"\bat\s+the\s+\d*\.\d+\s+level\b|(?:α|alpha|significance level)\s*[=:]?\s*\d*\.\d+",
+    ),
+    (("月",), r"(?<![\d.])\d{1,2}\s*月(?!\s*\d{1,2}\s*[日号])"),
+    (("前", "后", "内"), r"\d+\s*(?:天|周|小时|分钟|个月|年)(?:前|后|以前|以后|之前|之后|以内|内)"),
+    (("点", ":"), r"\d+\s*点(?:\s*\d+\s*分?)?|\d{1,2}:\d{2}"),
+    (
+        ("ago", "later", "earlier", "before", "after"),
+        r"\d+\s+(?:days?|weeks?|hours?|minutes?|months?|years?)\s+(?:ago|later|earlier|before|after)",
+    ),
 )
+_TIME = tuple((words, re.compile(p, re.IGNORECASE)) for words, p in _TIMES)
 _DIGITS = re.compile(r"(?<![a-z0-9_.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*%)?", re.IGNORECASE)
 _COUNT = re.compile(
     r"(\d+(?:,\d{3})*)\s*(?:篇|份|部|本|条(?!消息|记录|数据))|"
@@ -80,6 +93,8 @@ _COUNT = re.compile(
     re.IGNORECASE,
 )
 # A data source, a table or a column named in snake_case: the evidence must name it too.
+# Titles as lingyi.text.entities reads them, from the text itself (names are not blanked).
+_TITLE = re.compile(r"《([^》]{1,40})》|“([^”]{1,40})”|\"([^\"]{2,40})\"")
 _IDENTIFIER = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])")
 _OWNER_LETTER = re.compile(r"(?<![A-Za-z/&])([A-H])(?![A-Za-z/&])")
 _ARTICLE_A = re.compile(r"A\s+[a-z]")
@@ -152,6 +167,8 @@ Owners = Sequence[tuple[str, str]]  # (canonical member name, member id)
 
 def english_numbers(text: str) -> str:
     """'two medium findings' → '2 medium findings' (one stays a word: it is often 'a')."""
+    if not _EN_NUMBERS.keys() & set(re.findall(r"[a-z]+", text.lower())):
+        return text
     return _EN_NUMBER.sub(lambda m: _EN_NUMBERS[m.group(1).lower()], text)
 
 
@@ -162,17 +179,32 @@ _GAP = re.compile(
     r"\b(?:more|fewer|less|higher|lower|than|gap|difference|ahead|behind|later|earlier)\b|"
     r"比|相差|差距|高出|多出|少了|多了|差了|晚了|早了|提高了|降低了"
 )
+_ZH_NUMERAL = re.compile("[零〇一二两三四五六七八九十百千万亿]")
+_ANY_DIGIT = re.compile(r"\d")
 _MILLION = re.compile(r"(\d+(?:\.\d+)?)\s*(?:million|mn)\b|(\d+\.\d+)m\b", re.IGNORECASE)
 
 
 def _millions(text: str) -> str:
     """'4.12M rows' → '4120000 rows' (as 412 万 reads)."""
+    if "m" not in text and "M" not in text:
+        return text
     return _MILLION.sub(lambda m: f"{Decimal(m.group(1) or m.group(2)) * 1_000_000:f}", text)
 
 
+def _timeless(text: str) -> str:
+    lower = text.lower()
+    for words, pattern in _TIME:
+        if any(w in lower for w in words):
+            text = pattern.sub(" ", text)
+    return text
+
+
+@lru_cache(maxsize=8192)
 def numeric(text: str) -> str:
     """Numbers as digits (Chinese and English numerals), time expressions removed."""
-    return _TIME.sub(" ", _millions(arabic_numerals(english_numbers(text))))
+    text = english_numbers(text)
+    text = arabic_numerals(text) if _ZH_NUMERAL.search(text) else text
+    return _timeless(_millions(text)) if _ANY_DIGIT.search(text) else text
 
 
 @dataclass(frozen=True)
@@ -252,11 +284,15 @@ def _lexical(text: str, hits: list[tuple[str, Hit]]) -> tuple[set[str], set[str]
     return names, terms | _run_terms(rest)
 
 
-def _numbers(text: str) -> list[tuple[str, frozenset[Decimal]]]:
+def names_in(text: str, vocab: Vocabulary) -> set[str]:
+    """The name groups a canonical text mentions (of a title: 《道德经》 → daodejing)."""
+    return _lexical(text, vocab.hits(text))[0]
+
+
+def _numbers(text: str, ents: Entities) -> list[tuple[str, frozenset[Decimal]]]:
     """Numbers of canonical ``text``; a Chinese 一 (a, one) is no number of its own."""
-    written = {m.group(1) for m in _DIGITS.finditer(english_numbers(text))}
-    found = entities(numeric(text)).numbers
-    return [(n.text, n.values) for n in found if n.values != {Decimal(1)} or "1" in written]
+    written = {m.group(1) for m in _DIGITS.finditer(text)} if "1" in text else set()
+    return [(n.text, n.values) for n in ents.numbers if n.values != {Decimal(1)} or "1" in written]
 
 
 def _titles(found: Iterable[str]) -> frozenset[str]:
@@ -288,33 +324,49 @@ def _blank(text: str, hits: list[tuple[str, Hit]]) -> str:
     return "".join(chars)
 
 
-def features(text: str, cased: str, vocab: Vocabulary) -> Features:
-    """The features of one clause (or one piece of evidence): canonical and cased text."""
+def features(text: str, cased: str, vocab: Vocabulary, *, claim: bool = True) -> Features:
+    """The features of a clause, or (``claim`` false) of a piece of evidence, which states
+    no comparison, absence, count or unknown name a check would compare."""
     hits = vocab.hits(text)
     names, terms = _lexical(text, hits)
-    ents = entities(numeric(text))
     plain = _blank(text, hits)
     digits = numeric(plain)
+    ents = entities(digits)  # names blanked: their numerals (Four Noble Truths) are no numbers
     pair = numeric(_blank(cased, hits) if len(cased) == len(text) else cased)
     found = Features(
-        numbers=_numbers(plain),
+        numbers=_numbers(plain, ents),
         versions=ents.versions,
         ids=ents.ids,
-        identifiers=frozenset(_IDENTIFIER.findall(text)),
-        titles=_titles(ents.titles),
-        counts=[c for a, b in _COUNT.findall(digits) if (c := int((a or b).replace(",", ""))) != 1],
+        titles=_titles(a or b or c for a, b, c in _TITLE.findall(text)),
         units=units_of(digits),
         names=names,
-        unknown_names=_capitalised(cased, hits, vocab.owners),
         terms=terms,
         owned=owned_values(pair, vocab.owners),
         findings=finding_counts(pair.lower()),
-        absent=absences(text),
-        comparisons=comparisons(pair, vocab),
-        totals=bool(_TOTAL.search(text)),
-        gaps=bool(_GAP.search(text)),
     )
     found.values = {v for _, values in found.numbers for v in values}
+    return _claimed(found, text, cased, digits, pair, hits, vocab) if claim else found
+
+
+def _claimed(
+    found: Features,
+    text: str,
+    cased: str,
+    digits: str,
+    pair: str,
+    hits: list[tuple[str, Hit]],
+    vocab: Vocabulary,
+) -> Features:
+    """What only a claim states: identifiers, counts, unknown names, absences, comparisons."""
+    found.identifiers = frozenset(_IDENTIFIER.findall(text))
+    found.counts = [
+        c for a, b in _COUNT.findall(digits) if (c := int((a or b).replace(",", ""))) != 1
+    ]
+    found.unknown_names = _capitalised(cased, hits, vocab.owners)
+    found.absent = absences(text)
+    found.comparisons = comparisons(pair, vocab)
+    found.totals = bool(_TOTAL.search(text))
+    found.gaps = bool(_GAP.search(text))
     return found
 
 
@@ -339,10 +391,17 @@ def _owners_in(pair: str, owners: Owners) -> list[tuple[int, str]]:
         for m in letters
         if labelled or not _is_article(pair, m.start())
     ]
-    for name, member in owners:
-        pattern = rf"(?<![a-z]){re.escape(name)}(?![a-z])"
-        found += [(m.start(), member) for m in re.finditer(pattern, lower)]
+    pattern, members = _member_pattern(tuple(owners))
+    found += [(m.start(), members[m.group(0)]) for m in pattern.finditer(lower)]
     return sorted(found)
+
+
+@lru_cache(maxsize=16)
+def _member_pattern(owners: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One regex for every member name, and the member id each name stands for."""
+    names = sorted({n for n, _ in owners if n}, key=len, reverse=True)
+    alt = "|".join(re.escape(n) for n in names) or "(?!)"
+    return re.compile(rf"(?<![a-z])(?:{alt})(?![a-z])"), dict(owners)
 
 
 _NEAR = 20  # characters between a label and its value, at most ("b satisfaction 4.6")
@@ -433,7 +492,13 @@ def _bi_comparisons(pair: str, owners: Owners) -> list[tuple[str, str | None, in
 
 @lru_cache(maxsize=65536)
 def evidence_features(text: str, cased: str, vocab: Vocabulary) -> Features:
-    """Features of one piece of evidence (cached: evidence is compared again and again)."""
+    """Features of a piece of evidence, cached: evidence is compared again and again
+    (callers must not change what they get)."""
+    return features(text, cased, vocab, claim=False)
+
+
+@lru_cache(maxsize=8192)
+def _clause_features(text: str, cased: str, vocab: Vocabulary) -> Features:
     return features(text, cased, vocab)
 
 
@@ -672,4 +737,8 @@ def contradicts(claim: Features, ev: Evidence) -> Verdict:
 
 
 def clause_features(clause: Clause, vocab: Vocabulary) -> Features:
-    return features(clause.text, clause.cased, vocab)
+    """Features of a clause (cached like evidence: a check asks for them more than once).
+
+    Callers must not change what they get.
+    """
+    return _clause_features(clause.text, clause.cased, vocab)

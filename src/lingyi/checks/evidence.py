@@ -138,13 +138,20 @@ _STOPS = re.compile("[，。；！？（）【】「」『』《》\u3000]|：(?
 
 def urls_in(ctx: CheckContext) -> list[tuple[str, int, int]]:
     """(url, start, end) of each URL in the content, canonical (cased) and cut where it ends."""
-    cased = canonical(_STOPS.sub("、", ctx.assertion.content), ctx.policies.names).cased
+    if "http" not in ctx.canon.text:
+        return []
+    return list(_urls(ctx.assertion.content, ctx.policies.names))
+
+
+@lru_cache(maxsize=1024)
+def _urls(content: str, names: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+    cased = canonical(_STOPS.sub("、", content), names).cased
     out, at = [], 0
     for url in extract_urls(cased):
         start = cased.find(url, at)
         out.append((url, start, start + len(url)))
         at = start + len(url)
-    return out
+    return tuple(out)
 
 
 def _look_alike(canon: Canonical, url: str) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from weakref import WeakKeyDictionary
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from lingyi.checks._agreement import (
     Evidence,
@@ -36,6 +36,7 @@ from lingyi.checks._agreement import (
     evidence_features,
     features,
     has_entities,
+    names_in,
     numeric,
     overlaps,
 )
@@ -65,7 +66,8 @@ class SubjectParams(CheckParams):
     names: LexiconRef = ""  # proper names in every language: entities a fact states
     terms: LexiconRef = ""  # the council's nouns in every language: for coverage
     coverage: float = Field(0.5, ge=0, le=1)  # share of a clause's wording evidence must hold
-    related: int = Field(8, ge=1, le=64)  # evidence items a fact is compared with, at most
+    related: int = Field(5, ge=1, le=64)  # evidence items a fact is compared with, at most
+    _vocabulary: Vocabulary | None = PrivateAttr(None)
 
 
 _NONE = TermMatcher({})
@@ -95,6 +97,14 @@ def _forms(ctx: CheckContext, refs: Iterable[str]) -> dict[str, tuple[str, ...]]
 
 
 def _vocabulary(ctx: CheckContext, params: SubjectParams) -> Vocabulary:
+    """The matchers of the check's lexicons, built once per loaded policy entry (the
+    parameters and the lexicons are loaded, and reloaded, together)."""
+    if params._vocabulary is None:
+        params._vocabulary = _build_vocabulary(ctx, params)
+    return params._vocabulary
+
+
+def _build_vocabulary(ctx: CheckContext, params: SubjectParams) -> Vocabulary:
     owners = tuple(
         (canonical_text(n), m.id) for m in ctx.policies.members.values() for n in m.names
     )
@@ -280,13 +290,16 @@ def _by_subject(ctx: CheckContext, params: SubjectParams, vocab: Vocabulary, fac
 
 
 def _keys(fact: Fact, vocab: Vocabulary) -> set[str]:
-    """What to find related evidence by: words, bigrams, numbers, and every form of a name."""
+    """What to find related evidence by: what the clauses state (not the subject markers
+    and generic words), numbers, and every form of each name and term group."""
     keys: set[str] = set()
     for clause in fact.clauses:
-        keys |= bigrams(clause.text) | words(clause.text)
-        keys |= {number_key(v) for v in clause_features(clause, vocab).values}
-        for hit in vocab.names.find(clause.text) + vocab.terms.find(clause.text):
-            keys |= {k for g in hit.groups for form in vocab.forms.get(g, ()) for k in _split(form)}
+        claim = clause_features(clause, vocab)
+        keys |= {t for t in claim.terms if not t.startswith("@")} | set(claim.identifiers)
+        keys |= {number_key(v) for v in claim.values}
+        groups = claim.names | {t[1:] for t in claim.terms if t.startswith("@")}
+        keys |= {k for g in groups for form in vocab.forms.get(g, ()) for k in _split(form)}
+        keys |= {k for t in claim.titles for k in _split(t)}
     return keys
 
 
@@ -319,7 +332,7 @@ def _stripped(text: str, vocab: Vocabulary) -> str:
 
 def _shares(text: str, item: EvidenceModel, vocab: Vocabulary) -> bool:
     """Does a looked-up document share a name or a term with the fact?"""
-    mine = features(text, text, vocab)
+    mine = features(text, text, vocab, claim=False)
     theirs = _of_model(item, vocab).features
     return bool(mine.terms & theirs.terms or mine.names & theirs.names)
 
@@ -388,7 +401,7 @@ def _clause_verdict(
     clause: Clause, vocab: Vocabulary, evidence: Evidence, pieces: list[Piece], coverage: float
 ) -> Verdict:
     claim = clause_features(clause, vocab)
-    titles = {t: features(t, t, vocab).names for t in claim.titles}
+    titles = {t: names_in(t, vocab) for t in claim.titles}
     related = _related_count(claim, pieces)
     return compare(claim, evidence, related=related, titles=titles, coverage=coverage)
 
