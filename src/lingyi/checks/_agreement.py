@@ -217,23 +217,44 @@ class Vocabulary:
     subjects: TermMatcher  # subject markers say what a fact is about, not what it states
     extra: TermMatcher  # a policy's own markers and stop terms, ignored like generic words
     owners: tuple[tuple[str, str], ...]  # (canonical member name, member id)
-    # Every form of every name and term group (to find evidence by); derived from the
-    # matchers' lexicons, so it takes no part in equality and hashing.
+    # Derived from the matchers' lexicons, so they take no part in equality and hashing:
+    # every form of every name and term group (to find evidence by), and one automaton
+    # over names ("name:<group>"), terms ("term:<group>") and ignored words ("ignore:…").
     forms: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    combined: TermMatcher | None = field(default=None, compare=False)
 
     def hits(self, text: str) -> list[tuple[str, Hit]]:
-        """Names, terms and ignored words in ``text``: the longest one wherever they overlap."""
-        found = [("name", h) for h in self.names.find(text)]
-        found += [("term", h) for h in self.terms.find(text)]
-        found += [("ignore", h) for h in self.subjects.find(text) + self.extra.find(text)]
-        found += [("ignore", h) for h in self.assertions.find(text) if "generic" in h.groups]
-        found.sort(key=lambda kh: (kh[1].start, -(kh[1].end - kh[1].start)))
+        """Names, terms and ignored words in ``text``: the longest one wherever they overlap
+        (a name before a term before an ignored word on the same span)."""
+        matcher = self.combined
+        found = self._separate(text) if matcher is None else self._combined(text, matcher)
+        found.sort(key=lambda kh: (kh[1].start, -(kh[1].end - kh[1].start), _RANK[kh[0]]))
         out, end = [], -1
         for kind, hit in found:
             if hit.start >= end:
                 out.append((kind, hit))
                 end = hit.end
         return out
+
+    @staticmethod
+    def _combined(text: str, matcher: TermMatcher) -> list[tuple[str, Hit]]:
+        out = []
+        for hit in matcher.find(text):
+            for kind in ("name", "term", "ignore"):
+                groups = {g.split(":", 1)[1] for g in hit.groups if g.startswith(f"{kind}:")}
+                if groups:
+                    out.append((kind, Hit(hit.term, frozenset(groups), hit.start, hit.end)))
+                    break
+        return out
+
+    def _separate(self, text: str) -> list[tuple[str, Hit]]:
+        found = [("name", h) for h in self.names.find(text)]
+        found += [("term", h) for h in self.terms.find(text)]
+        found += [("ignore", h) for h in self.subjects.find(text) + self.extra.find(text)]
+        return found + [("ignore", h) for h in self.assertions.find(text) if "generic" in h.groups]
+
+
+_RANK = {"name": 0, "term": 1, "ignore": 2}
 
 
 @dataclass
@@ -451,6 +472,8 @@ def absences(text: str) -> list[str | None]:
 
 def comparisons(pair: str, vocab: Vocabulary) -> list[tuple[str, str | None, int]]:
     """(x, y, +1|-1): 'x is higher than y' is +1; y is None when only x is named."""
+    if not _owners_in(pair, vocab.owners):
+        return []  # nothing labelled, nothing compared
     lower = pair.lower()
     hits = vocab.assertions.find(lower)
     lower_better = any("lower_is_better" in h.groups for h in hits)

@@ -118,7 +118,22 @@ def _build_vocabulary(ctx: CheckContext, params: SubjectParams) -> Vocabulary:
         extra=_extra(tuple(extra)),
         owners=owners,
         forms=_forms(ctx, (params.names, params.terms)),
+        combined=TermMatcher(_combined_groups(ctx, params, extra)),
     )
+
+
+def _combined_groups(
+    ctx: CheckContext, params: SubjectParams, extra: list[str]
+) -> dict[str, tuple[str, ...]]:
+    """Names, terms and the words to ignore, as groups of one automaton (one pass a text)."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for kind, ref in (("name", params.names), ("term", params.terms)):
+        if ref:
+            groups |= {f"{kind}:{g}": t for g, t in ctx.lexicon(ref).groups.items()}
+    markers = ctx.lexicon(params.markers).groups if params.markers else {}
+    generic = ctx.lexicon(params.assertions).groups.get("generic", ()) if params.assertions else ()
+    ignored = [t for terms in markers.values() for t in terms] + [*generic, *extra]
+    return groups | {"ignore:words": tuple(ignored)}
 
 
 @dataclass
@@ -130,13 +145,29 @@ class Fact:
     subjects: list[str]
 
 
-def _anchors(ctx: CheckContext, ledger: SessionLedger) -> list[Item]:
+# A token that may be an evidence id: it has a digit (kb:zz-101, an-77, audit-v2.3, hex).
+_ID_TOKEN = re.compile(r"[0-9a-z][0-9a-z:_./\-]{2,}[0-9a-z]")
+
+
+def _named(ctx: CheckContext, ledger: SessionLedger) -> list[tuple[int, int, Item]]:
+    """(start, end, item) of each recorded id the text names."""
+    out = []
+    for match in _ID_TOKEN.finditer(ctx.canon.text):
+        if any(c.isdigit() for c in match.group(0)):
+            item = ledger.get(match.group(0))
+            if item is not None:
+                out.append((match.start(), match.end(), item))
+    return out
+
+
+def _anchors(
+    ctx: CheckContext, ledger: SessionLedger, named: list[tuple[int, int, Item]]
+) -> list[Item]:
     """Recorded evidence the assertion cites, or names in its text (an id or a URL)."""
     cited = [ledger.get(i) for i in ctx.assertion.evidence_ids]
-    tokens = re.findall(r"[0-9a-z][0-9a-z:_./\-]{2,}[0-9a-z]", ctx.canon.text)
-    named = [ledger.get(t) for t in tokens]
     urls = [ledger.by_url(u) for u, _, _ in urls_in(ctx)]
-    found = [i for i in [*cited, *named, *(x for u in urls for x in u)] if i is not None]
+    in_text = [i for _, _, i in named]
+    found = [i for i in [*cited, *in_text, *(x for u in urls for x in u)] if i is not None]
     return list({id(i): i for i in found}.values())
 
 
@@ -167,16 +198,12 @@ _HEXLIKE = re.compile(
 )
 
 
-def _masks(ctx: CheckContext, ledger: SessionLedger) -> list[tuple[int, int, str]]:
+def _masks(ctx: CheckContext, named: list[tuple[int, int, Item]]) -> list[tuple[int, int, str]]:
     """What is not the speaker's own fact: relayed spans, URLs, recorded and hex ids."""
-    text = ctx.canon.text
     spans = [(start, end, "\n") for start, end in _relayed(ctx)]
     spans += [(s, e, " ") for _, s, e in urls_in(ctx)]
-    spans += [(m.start(), m.end(), " ") for m in _HEXLIKE.finditer(text)]
-    for match in re.finditer(r"[0-9a-z][0-9a-z:_./\-]{2,}[0-9a-z]", text):
-        if ledger.get(match.group(0)) is not None:
-            spans.append((match.start(), match.end(), " "))
-    return spans
+    spans += [(m.start(), m.end(), " ") for m in _HEXLIKE.finditer(ctx.canon.text)]
+    return spans + [(s, e, " ") for s, e, _ in named]
 
 
 _LABEL = re.compile(r"^\W*(?:[【\[(]\s*)?(?:推演|推断|推测|inference|prediction)\s*[】\]):]")
@@ -194,14 +221,15 @@ def _has_marker(text: str, vocab: Vocabulary) -> bool:
 
 def _fact(ctx: CheckContext, params: SubjectParams, vocab: Vocabulary) -> Fact:
     ledger = ctx.ledger.session(ctx.assertion.session)
-    span = masked(ctx.canon, _masks(ctx, ledger))
+    named = _named(ctx, ledger)
+    span = masked(ctx.canon, _masks(ctx, named))
     assertions = Assertions(vocab.assertions, tuple(n for n, _ in vocab.owners))
 
     def lead_in(part: Span) -> bool:  # no number, title, id or subject: only a lead-in
         return not has_entities(part.text) and not _has_marker(part.text, vocab)
 
     clauses = asserted(span, assertions, lead_in, _is_fact)
-    return Fact(clauses, _anchors(ctx, ledger), _subjects(ctx, params, vocab, clauses))
+    return Fact(clauses, _anchors(ctx, ledger, named), _subjects(ctx, params, vocab, clauses))
 
 
 def _subjects(
@@ -366,23 +394,9 @@ def _judged(
     *,
     cited: bool = False,
 ) -> Outcome:
-    """Compare every clause with the evidence: contradicted, uncertain, or supported.
-
-    A fact that cites its evidence may word it freely: what it states must agree, and it
-    must share something with what it cites; one that does not cite is held, clause by
-    clause, to wording its evidence covers.
-    """
-    evidence = Evidence([p.features for p in pieces], " ".join(p.text for p in pieces))
-    coverage = 0.0 if cited else params.coverage
-    verdicts = [_clause_verdict(c, vocab, evidence, pieces, coverage) for c in fact.clauses]
+    """Compare every clause with the evidence: contradicted, uncertain, or supported."""
+    contradictions, doubts = _findings(params, vocab, fact, pieces, cited)
     ids = ", ".join(dict.fromkeys(p.id for p in pieces))
-    contradictions = [f for v in verdicts for f in v.contradictions]
-    doubts = [] if cited else [f for v in verdicts for f in v.doubts]
-    claims = [clause_features(c, vocab) for c in fact.clauses]
-    anchored = any(v.anchored for v in verdicts)
-    unrelated = not anchored and any(c.terms or c.names for c in claims)
-    if cited and unrelated and not overlaps(claims, evidence):
-        doubts.append(("what_unrelated", {"value": ids}))
     if contradictions:
         what = _described(ctx, contradictions)
         hint = ctx.msg("hint_contradicted", ids=ids)
@@ -395,6 +409,29 @@ def _judged(
         found = [e.model_dump(mode="json") for e in looked_up]
         return ok(ctx.msg("found", ids=ids), found=found)
     return ok(ctx.msg("ok", subjects=ids), evidence=ids)
+
+
+def _findings(
+    params: SubjectParams, vocab: Vocabulary, fact: Fact, pieces: list[Piece], cited: bool
+) -> tuple[list[Found], list[Found]]:
+    """(contradictions, doubts) of the fact's clauses against the pieces.
+
+    A fact that cites its evidence may word it freely: what it states must agree, and it
+    must share something with what it cites; one that does not cite is held, clause by
+    clause, to wording its evidence covers.
+    """
+    evidence = Evidence([p.features for p in pieces], " ".join(p.text for p in pieces))
+    coverage = 0.0 if cited else params.coverage
+    verdicts = [_clause_verdict(c, vocab, evidence, pieces, coverage) for c in fact.clauses]
+    contradictions = [f for v in verdicts for f in v.contradictions]
+    if not cited:
+        return contradictions, [f for v in verdicts for f in v.doubts]
+    claims = [clause_features(c, vocab) for c in fact.clauses]
+    stated = any(c.terms or c.names for c in claims)
+    if stated and not any(v.anchored for v in verdicts) and not overlaps(claims, evidence):
+        ids = ", ".join(dict.fromkeys(p.id for p in pieces))
+        return contradictions, [("what_unrelated", {"value": ids})]
+    return contradictions, []
 
 
 def _clause_verdict(
