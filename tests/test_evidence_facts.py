@@ -125,7 +125,7 @@ CONTRADICTS = [
     # (member, content, cited, what the reason names)
     ("lingzhi", "知识库里的《庄子·齐物论》导读说全篇约三千字", [], "3000"),
     ("lingzhi", "知识库里有《庄子·齐物论》《庄子·秋水》两篇导读", [], "秋水"),
-    ("lingzhi", "The KB's Diamond Sutra entry is Xuanzang's translation.", [], "xuanzang"),
+    ("lingzhi", "Xuanzang made the Diamond Sutra rendering the KB keeps.", [], "xuanzang"),
     ("lingzhi", "知识库里有一篇讲庄周梦蝶和五禽戏的文章", [], "wuqinxi"),
     ("lingzhi", "知识库里有三篇讲庄子的文章", [], "3"),
     (
