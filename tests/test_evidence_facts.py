@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from lingyi.models import Evidence
 from lingyi.policy import PolicySet
 from tests._evidence_world import check, verify, world_layer, world_ledger
 
@@ -192,6 +193,22 @@ def test_a_fact_naming_recorded_evidence_must_not_contradict_it(
     """Without a subject marker, a fact about a title the session's evidence holds fails only
     on a contradiction (the same unit counted differently), not for being unrecorded."""
     result = verify(world_layer(policies), world_ledger(), content, member="lingzhi")
+    assert check(result, CODE).passed is passes, check(result, CODE).reason
+
+
+@pytest.mark.parametrize(("count", "passes"), [(7, True), (8, False)])
+def test_a_count_of_documents_is_what_the_session_found(
+    policies: PolicySet, count: int, passes: bool
+) -> None:
+    """Seven recorded guides to the Heart Sutra back "七篇", however many a comparison
+    usually looks at; eight do not."""
+    ledger = world_ledger()
+    guides = [Evidence(id=f"kb:hs-{i}", title=f"心经讲记之{i}") for i in range(7)]
+    ledger.record("w1", "lingzhi", "search_knowledge", {"query": "心经"}, guides)
+    numeral = {7: "七", 8: "八"}[count]
+    result = verify(
+        world_layer(policies), ledger, f"知识库里有{numeral}篇讲《心经》的文章", member="lingzhi"
+    )
     assert check(result, CODE).passed is passes, check(result, CODE).reason
 
 

@@ -301,7 +301,9 @@ def _lexical(text: str, hits: list[tuple[str, Hit]]) -> tuple[set[str], set[str]
         elif kind == "term":
             terms.update(f"@{g}" for g in hit.groups)
         chars[hit.start : hit.end] = " " * (hit.end - hit.start)
-    rest = re.sub(r"\d+(?:[.,]\d+)*", " ", "".join(chars))
+    rest = "".join(chars)
+    rest = arabic_numerals(rest) if _ZH_NUMERAL.search(rest) else rest  # 两篇 is a count
+    rest = re.sub(r"\d+(?:[.,]\d+)*", " ", rest)
     return names, terms | _run_terms(rest)
 
 
@@ -627,7 +629,7 @@ def _names(claim: Features, ev: Evidence, titles: dict[str, set[str]], verdict: 
 
 def _counts(claim: Features, ev: Evidence, related: int, verdict: Verdict) -> None:
     """'两篇', 'three articles': as many as the evidence holds, or as many as the titles listed."""
-    allowed = {related, len(ev.items), len(claim.titles)}
+    allowed = {related, len(claim.titles)}
     allowed |= {int(v) for v in ev.values if v == int(v)}
     for count in claim.counts:
         if count in allowed:

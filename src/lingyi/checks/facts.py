@@ -306,7 +306,7 @@ def _by_subject(ctx: CheckContext, params: SubjectParams, vocab: Vocabulary, fac
     specs = [params.subjects[s] for s in fact.subjects]
     tools = list(dict.fromkeys(t for s in specs for t in s.tools))
     empty = [n for n, s in zip(fact.subjects, specs, strict=True) if not ledger.count_from(s.tools)]
-    related = ledger.related(_keys(fact, vocab), tools, params.related)
+    related = ledger.related(_keys(fact, vocab), tools, _limit(fact, vocab, params.related))
     if related and not empty:
         return _judged(ctx, params, vocab, fact, [_of_item(i, vocab) for i in related], [])
     found = _look_up(ctx, vocab, fact, specs)
@@ -315,6 +315,12 @@ def _by_subject(ctx: CheckContext, params: SubjectParams, vocab: Vocabulary, fac
         return _judged(ctx, params, vocab, fact, pieces, found)
     name = (empty or fact.subjects)[0]
     return _unsupported(ctx, name, params.subjects[name])
+
+
+def _limit(fact: Fact, vocab: Vocabulary, related: int) -> int:
+    """How many pieces to compare with: more when a clause counts documents ("8 篇")."""
+    counts = [n for c in fact.clauses for n in clause_features(c, vocab).counts]
+    return min(64, max([related, *counts]))
 
 
 def _keys(fact: Fact, vocab: Vocabulary) -> set[str]:
@@ -444,14 +450,17 @@ def _clause_verdict(
 
 
 def _related_count(claim: Features, pieces: list[Piece]) -> int:
-    """How many pieces of evidence are about what the clause names (for counts of documents)."""
+    """How many pieces of evidence are about what the clause names (for counts of documents);
+    a clause that names nothing ("两篇相关文档") counts all it rests on."""
     if claim.names or claim.titles:
         return sum(
             1
             for p in pieces
             if claim.names & p.features.names or any(t in p.text for t in claim.titles)
         )
-    return sum(1 for p in pieces if claim.terms & p.features.terms)
+    if claim.terms:
+        return sum(1 for p in pieces if claim.terms & p.features.terms)
+    return len(pieces)
 
 
 def _described(ctx: CheckContext, found: list[Found]) -> str:
