@@ -169,7 +169,7 @@ INFERENCE = [
     ("Given the current slope, the backlog will hit zero by Friday.", "fallback"),
     ("东城分馆下个月借阅量肯定还是第一", "fallback"),  # certainty about next month
     ("NPS will turn negative next year if nothing changes.", "fallback"),
-    ("West branch lent 3,757 more books than Nanhu (an-3).", "approved"),  # not a git branch
+    ("West branch lent 3,757 more books than Nanhu.", "approved"),  # not a git branch
 ]
 
 

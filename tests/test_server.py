@@ -745,7 +745,9 @@ def test_council_post_screens_then_appends(dep: Deployment) -> None:
 
     async def body(client: Client) -> None:
         out.append(await client.call_tool("post_council_message", relay))
-        real = {"member": "灵研", "content": "Dataset v3 labelling is finished: 12,400 samples."}
+        # A post is a fact like any other: 灵研 reads the data set before it reports on it.
+        await client.call_tool("access_data_source", {"source": "dataset_v3_labels"})
+        real = {"member": "灵研", "content": "Dataset v3 labelling is finished."}
         out.append(await client.call_tool("post_council_message", real))
         out.append(await client.call_tool("screen_council_message", relay))
 

@@ -1,20 +1,61 @@
-"""The per-session evidence ledger: what tools really returned.
+"""The per-session evidence ledger: what tools really returned, indexed.
 
 Verification checks assertions against this record, never against the assertion's own
 word. Entries are added only by the server after a tool really ran (or by replay from a
 transcript's ``tool_result`` events).
+
+Every lookup a check makes is an index lookup, so that its cost does not grow with the
+session: evidence by id (in the one form ids are compared in, :func:`evidence_key`), URLs
+by their normal form, entries by member, and evidence by the terms and numbers it holds
+(bounded posting lists per tool, newest first).
 """
 
 from __future__ import annotations
 
+import heapq
+import re
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from lingyi._ids import utc_now
 from lingyi.models import Evidence
+from lingyi.text import Canonical, canonical, canonical_text, entities, extract_urls, normalize_url
+from lingyi.text._lang import bigrams, words
+
+_HEX_ID = re.compile(r"[0-9a-f]{24,40}")  # trace ids, commit SHAs
+_SHORT_HEX = re.compile(r"[0-9a-f]{7,39}")
+_SHA = re.compile(r"[0-9a-f]{40}")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# A search query says what was asked, not what was found: it is not part of the evidence.
+_ASKED = frozenset({"query", "q", "question", "prompt", "message", "content"})
+POSTINGS = 256  # evidence items kept per (tool, term): the newest are the ones facts cite
+PER_TERM = 64  # of which a search looks at the newest, rare terms first
+
+
+def evidence_key(evidence_id: str) -> str:
+    """The one form two ids are compared in.
+
+    Canonical text (NFKC, no format characters, look-alike letters folded) in lower case;
+    a trace id in UUID form is the same id as its 32 hex digits.
+    """
+    key = canonical_text(evidence_id).strip()
+    return key.replace("-", "") if _UUID.fullmatch(key) else key
+
+
+def is_hex_id(key: str) -> bool:
+    return bool(_HEX_ID.fullmatch(key))
+
+
+def number_key(value: Decimal) -> str:
+    """How a number is indexed: '#640', '#0.874', whatever way it was written."""
+    return f"#{value.normalize():f}"
 
 
 class LedgerEntry(BaseModel):
@@ -26,29 +67,142 @@ class LedgerEntry(BaseModel):
     ts: str = Field(default_factory=utc_now)
 
 
+@dataclass(frozen=True, eq=False)
+class Item:
+    """One piece of evidence with what checks compare it on, computed once when recorded."""
+
+    evidence: Evidence
+    entry: LedgerEntry
+    key: str
+    seq: int  # order of recording in the session: newer evidence wins ties
+
+    @cached_property
+    def canon(self) -> Canonical:
+        """Title, snippet and the arguments that say what it is about (source, version).
+
+        Not the id: "an-rc-5" names the evidence, it states no 5.
+        """
+        context = " ".join(
+            str(v)
+            for k, v in self.entry.arguments.items()
+            if k not in _ASKED and isinstance(v, str | int | float)
+        )
+        return canonical(f"{self.evidence.title} {self.evidence.snippet} {context}")
+
+    @property
+    def text(self) -> str:
+        return self.canon.text
+
+    def index_terms(self) -> set[str]:
+        """What the item can be found by: bigrams, words and number values."""
+        text = self.text
+        values = {number_key(v) for v in entities(text).values}
+        parts = words(text.replace("_", " "))  # dataset_v3_labels is found by "dataset" too
+        return bigrams(text) | words(text) | parts | values | {self.key}
+
+
 class SessionLedger:
-    """Evidence of one session, indexed by id and URL."""
+    """Evidence of one session, indexed by id, URL, member, tool and term."""
 
     def __init__(self) -> None:
         self.entries: list[LedgerEntry] = []
-        self.by_id: dict[str, tuple[Evidence, LedgerEntry]] = {}
-        self.urls: set[str] = set()
+        self.by_id: dict[str, Item] = {}  # by evidence_key
+        self.urls: set[str] = set()  # normalised
+        self._by_url: dict[str, list[Item]] = {}
+        self._by_member: dict[str, list[LedgerEntry]] = {}
+        self._by_tool: dict[str, int] = {}
+        self._postings: dict[str, dict[str, deque[Item]]] = {}
+        self._seq = 0
+        self._hex_prefix: dict[str, list[str]] = {}  # first 7 hex digits → full ids
 
     def add(self, entry: LedgerEntry) -> None:
         self.entries.append(entry)
-        for item in entry.evidence:
-            self.by_id[item.id] = (item, entry)
-            if item.url:
-                self.urls.add(item.url)
+        self._by_member.setdefault(entry.member, []).append(entry)
+        self._by_tool[entry.tool] = self._by_tool.get(entry.tool, 0) + len(entry.evidence)
+        postings = self._postings.setdefault(entry.tool, {})
+        for evidence in entry.evidence:
+            self._seq += 1
+            item = Item(evidence, entry, evidence_key(evidence.id), self._seq)
+            self.by_id[item.key] = item
+            if _SHA.fullmatch(item.key):  # a commit may be cited by a short SHA
+                self._hex_prefix.setdefault(item.key[:7], []).append(item.key)
+            for url in {normalize_url(u) for u in _urls_of(evidence)}:
+                self.urls.add(url)
+                self._by_url.setdefault(url, []).append(item)
+            for term in item.index_terms():
+                postings.setdefault(term, deque(maxlen=POSTINGS)).appendleft(item)
 
     def has(self, evidence_id: str) -> bool:
-        return evidence_id in self.by_id
+        return self.get(evidence_id) is not None
+
+    def get(self, evidence_id: str) -> Item | None:
+        """The evidence with this id; a short commit SHA finds the commit it abbreviates."""
+        key = evidence_key(evidence_id)
+        found = self.by_id.get(key)
+        if found is None and _SHORT_HEX.fullmatch(key):
+            full = next((k for k in self._hex_prefix.get(key[:7], ()) if k.startswith(key)), None)
+            found = self.by_id.get(full) if full else None
+        return found
+
+    def has_url(self, url: str) -> bool:
+        return normalize_url(url) in self.urls
+
+    def by_url(self, url: str) -> list[Item]:
+        """The evidence a tool returned with this URL (in any of its equal forms)."""
+        return list(self._by_url.get(normalize_url(url), ()))
+
+    def tools(self) -> list[str]:
+        """The tools that recorded evidence in this session."""
+        return list(self._postings)
+
+    def count_from(self, tools: Iterable[str]) -> int:
+        """How many pieces of evidence the given tools returned in this session."""
+        return sum(self._by_tool.get(t, 0) for t in tools)
+
+    def entries_by(self, member: str) -> list[LedgerEntry]:
+        return list(self._by_member.get(member, ()))
+
+    def related(
+        self, terms: Iterable[str], tools: Iterable[str], limit: int = 8, budget: int = 256
+    ) -> list[Item]:
+        """The items from ``tools`` sharing the most ``terms``, best first (newest on ties).
+
+        Rare terms are looked at first and at most ``budget`` postings in all, so that the
+        cost stays flat however large the session grows.
+        """
+        lists = [
+            postings[t]
+            for tool in tools
+            if (postings := self._postings.get(tool))
+            for t in set(terms)
+            if t in postings
+        ]
+        score: dict[int, int] = {}
+        found: dict[int, Item] = {}
+        for items in sorted(lists, key=len):
+            for item in tuple(items)[: min(budget, PER_TERM)]:
+                found[id(item)] = item
+                score[id(item)] = score.get(id(item), 0) + 1
+            budget -= min(len(items), PER_TERM)
+            if budget <= 0:
+                break
+        best = heapq.nlargest(limit, found, key=lambda i: (score[i], found[i].seq))
+        return [found[i] for i in best]
 
     def from_tools(self, tools: set[str] | None = None) -> Iterator[Evidence]:
         """Evidence produced by the given tools (all tools when None), oldest first."""
         for entry in self.entries:
             if tools is None or entry.tool in tools:
                 yield from entry.evidence
+
+
+def _urls_of(evidence: Evidence) -> list[str]:
+    """The URL a tool returned with the evidence, and any written in its text."""
+    urls = [evidence.url] if evidence.url else []
+    return urls + extract_urls(canonical(f"{evidence.title} {evidence.snippet}").cased)
+
+
+_EMPTY = SessionLedger()
 
 
 class Ledger:
@@ -78,9 +232,14 @@ class Ledger:
         return entry
 
     def session(self, session: str) -> SessionLedger:
-        return self._sessions.get(session) or SessionLedger()
+        return self._sessions.get(session) or _EMPTY
 
-    def entries_by(self, member: str) -> Iterator[LedgerEntry]:
-        """Every session's entries produced by ``member``: evidence of that member's work."""
-        for ledger in list(self._sessions.values()):
-            yield from (e for e in ledger.entries if e.member == member)
+    def work_evidence(self, session: str, member: str) -> list[LedgerEntry]:
+        """What ``member``'s tools recorded in ``session``: evidence of its work there only."""
+        return self.session(session).entries_by(member)
+
+    def entries_by(self, member: str, session: str | None = None) -> Iterator[LedgerEntry]:
+        """Entries produced by ``member`` in ``session`` (every session when None)."""
+        sessions = [self.session(session)] if session is not None else list(self._sessions.values())
+        for ledger in sessions:
+            yield from ledger.entries_by(member)

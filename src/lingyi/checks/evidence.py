@@ -1,21 +1,32 @@
 """fact_verification: evidence comes from the session ledger, not from the assertion.
 
 - cited evidence ids must have been recorded in this session (fabricated = cited − recorded);
-- ids matching configured patterns in free text (32-hex trace ids) must be recorded, or
-  confirmed by the configured lookup (its failures follow ``on_error``);
-- a fact about a verifiable subject (the KB, a repo, a data set) needs related evidence
-  recorded earlier in the same session by a tool that covers that subject;
-- cited URLs must be among the URLs tools returned in the session.
+- ids in the text that match configured patterns (kb:…, an-…, 24–32 hex trace ids in any
+  case or in UUID form, commit SHAs) must be recorded, or confirmed by the configured lookup;
+- URLs in the text must be among those tools returned in the session, compared in normal
+  form (scheme and host case, www., default port, trailing slash, fragment); a URL spelled
+  with look-alike letters is not the URL a tool returned;
+- a fact about a verifiable subject must agree with its evidence: evidence.subject_supported,
+  in :mod:`lingyi.checks.facts` (imported below, so that loading this module registers it).
+
+All of them read the canonical content (``ctx.canon``), whatever the declared type: a fact
+sent as ``communication`` or ``action`` is still a fact. Inside another member's relayed
+words, an id or a URL that member posted on the council record is on record.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from functools import lru_cache
 
+from pydantic import field_validator
+
+from lingyi.checks._asserted import masked
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
-from lingyi.checks.inference import is_inference
-from lingyi.models import Evidence
-from lingyi.text._lang import concepts, content_query, terms
+from lingyi.checks.relays import Relay, find_relays
+from lingyi.ledger import SessionLedger, evidence_key, is_hex_id
+from lingyi.text import Canonical, canonical, canonical_text, extract_urls, fold_look_alikes
 
 
 class NoParams(CheckParams):
@@ -24,27 +35,90 @@ class NoParams(CheckParams):
 
 @register("evidence.cited_ids_exist", NoParams)
 def cited_ids_exist(ctx: CheckContext, params: NoParams) -> Outcome:
-    """Every cited evidence id was recorded by a tool in this session."""
+    """Every cited evidence id was recorded by a tool in this session (in any case or form)."""
     ledger = ctx.ledger.session(ctx.assertion.session)
-    missing = [i for i in ctx.assertion.evidence_ids if not ledger.has(i)]
+    cited = list(dict.fromkeys(ctx.assertion.evidence_ids))
+    missing = [i for i in cited if not ledger.has(i)]
     if not missing:
-        return ok(ctx.msg("ok", count=len(ctx.assertion.evidence_ids)))
+        return ok(ctx.msg("ok", count=len(cited)))
     return fail(ctx.msg("fail", ids=", ".join(missing)), ctx.msg("hint"), fabricated=missing)
 
 
+# --- ids and URLs in the text ------------------------------------------------------------
+
+
+def relays(ctx: CheckContext) -> list[Relay]:
+    """Where the content reports another member's words (canonical positions)."""
+    return find_relays(ctx.canon.text, ctx.policies, ctx.member.id)
+
+
+def _on_record(ctx: CheckContext, spans: list[Relay], at: int, written: str) -> bool:
+    """Inside another member's relayed words, an id or URL that member posted is on record."""
+    for relay in spans:
+        if relay.start <= at < relay.end:
+            member = ctx.policies.members.get(relay.member)
+            names = member.names if member else [relay.member]
+            posts = (m.content for n in names for m in ctx.council.messages_from(n))
+            return any(written in canonical_text(p) for p in posts)
+    return False
+
+
 class IdPatternParams(CheckParams):
-    patterns: dict[str, str] = {"trace": r"\b[0-9a-f]{32}\b"}
+    # Regexes for canonical (lower-case) text; a group named "id" marks the id inside a
+    # wider match (r"commit\s+(?P<id>[0-9a-f]{7,40})"). Word edges are added around each.
+    patterns: dict[str, str] = {"trace": r"[0-9a-f]{32}"}
     tools: list[str] = []  # tools that look these ids up, named in the recommendation
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, pattern in value.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {name!r} is not a valid regex: {exc}") from exc
+        return value
+
+
+@lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(rf"(?<![0-9a-z_])(?:{p})(?![0-9a-z_])") for p in patterns)
+
+
+def ids_in(text: str, patterns: Iterable[str]) -> dict[str, tuple[str, int, str]]:
+    """evidence_key → (the id as written, where, the whole match): each id once.
+
+    A pattern's "id" group is the id; the whole match ("commit:4be91c7") may be how a
+    tool recorded it.
+    """
+    found: dict[str, tuple[str, int, str]] = {}
+    for pattern in _compiled(tuple(patterns)):
+        for match in pattern.finditer(text):
+            group = "id" if "id" in pattern.groupindex else 0
+            written = match.group(group)
+            found.setdefault(evidence_key(written), (written, match.start(group), match.group(0)))
+    return found
+
+
+def _recorded_urls_masked(ctx: CheckContext, ledger: SessionLedger) -> str:
+    """The canonical text with the URLs a tool returned blanked: ids inside them are cited."""
+    spans = [(s, e, " ") for url, s, e in urls_in(ctx) if ledger.has_url(url)]
+    return masked(ctx.canon, spans).text
 
 
 @register("evidence.id_patterns", IdPatternParams)
 def id_patterns(ctx: CheckContext, params: IdPatternParams) -> Outcome:
     """Ids that match configured patterns in the text must be recorded or confirmed."""
     ledger = ctx.ledger.session(ctx.assertion.session)
-    found = {m for p in params.patterns.values() for m in re.findall(p, ctx.assertion.content)}
-    unknown = sorted(i for i in found if not ledger.has(i))
+    found = ids_in(_recorded_urls_masked(ctx, ledger), params.patterns.values())
+    spans = relays(ctx) if found else []
+    unknown = [
+        key
+        for key, (written, at, whole) in found.items()
+        if not (ledger.has(key) or ledger.has(whole) or _on_record(ctx, spans, at, written))
+    ]
     lookup = ctx.services.trace_lookup  # raises on outage: the layer applies on_error
-    missing = [i for i in unknown if lookup is None or not lookup(i)]
+    missing = [k for k in unknown if lookup is None or not is_hex_id(k) or not lookup(k)]
     if missing:
         tools = ", ".join(params.tools)
         return fail(
@@ -52,121 +126,62 @@ def id_patterns(ctx: CheckContext, params: IdPatternParams) -> Outcome:
             ctx.msg("hint_tools", tools=tools) if tools else ctx.msg("hint"),
             unconfirmed=missing,
         )
-    return ok(
-        ctx.msg("ok", count=len(found)),
-        confirmed_by_lookup=[i for i in unknown if i not in missing],
-    )
+    confirmed = [k for k in unknown if k not in missing]
+    return ok(ctx.msg("ok", count=len(found)), confirmed_by_lookup=confirmed)
 
 
-class SubjectSpec(CheckParams):
-    markers: list[str]
-    tools: list[str]
-    lookup: str | None = None  # a lookup service the server provides, e.g. "knowledge_base"
+# Full-width punctuation ends a URL as written, though NFKC makes it ASCII ("，" → ","); a
+# full-width colon still belongs to a scheme ("https：／／"). Each becomes "、", which NFKC
+# keeps and a URL never holds, so that positions stay those of the canonical text.
+_STOPS = re.compile("[，。；！？（）【】「」『』《》\u3000]|：(?![／/])")
 
 
-class SubjectParams(CheckParams):
-    subjects: dict[str, SubjectSpec]
-    stop_terms: list[str] = []
-
-
-@register("evidence.subject_supported", SubjectParams)
-def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
-    """A fact about a verifiable subject needs related evidence from this session.
-
-    Where a lookup service is configured for the subject (the KB), the check may verify
-    actively: it searches, and passes with what it found in ``Outcome.found``.
-    """
-    text = ctx.assertion.content
-    lower = text.lower()
-    subjects = {
-        n: s for n, s in params.subjects.items() if any(m.lower() in lower for m in s.markers)
-    }
-    if not subjects or ctx.assertion.evidence_ids or _mentions_recorded(ctx):
-        return ok(ctx.msg("nothing"))
-    if is_inference(text):  # a prediction is not a fact; inference.labelled handles it
-        return ok(ctx.msg("inference"))
-    found: list[Evidence] = []
-    for name, spec in subjects.items():
-        claim = _claim_terms(ctx, spec, params.stop_terms)
-        if _supported(ctx, spec, claim):
-            continue
-        looked_up = _look_up(ctx, spec, claim, params.stop_terms)
-        if not looked_up:
-            return _unsupported(ctx, name, spec)
-        found += looked_up
-    if found:
-        return _found(ctx, found)
-    return ok(ctx.msg("ok", subjects=ctx.msg("sep").join(subjects)))
-
-
-def _mentions_recorded(ctx: CheckContext) -> bool:
-    """The text itself names an id or URL a tool returned in this session: a citation."""
-    text = ctx.assertion.content
-    ledger = ctx.ledger.session(ctx.assertion.session)
-    return any(u in text for u in ledger.urls) or any(
-        len(i) >= 5 and i in text for i in ledger.by_id
-    )
-
-
-def _claim_terms(ctx: CheckContext, spec: SubjectSpec, stop: list[str]) -> set[str]:
-    stripped = _strip(ctx.assertion.content, [*spec.markers, *stop])
-    # Markers say what the fact is about; their concepts (准确率 = accuracy) still relate.
-    return terms(stripped) | {f"@{c}" for c in concepts(ctx.assertion.content)}
-
-
-def _related(claim: set[str], item: Evidence) -> bool:
-    return bool(claim & terms(f"{item.title} {item.snippet}"))
-
-
-def _supported(ctx: CheckContext, spec: SubjectSpec, claim: set[str]) -> bool:
-    ledger = ctx.ledger.session(ctx.assertion.session)
-    return any(_related(claim, item) for item in ledger.from_tools(set(spec.tools)))
-
-
-def _look_up(
-    ctx: CheckContext, spec: SubjectSpec, claim: set[str], stop: list[str]
-) -> list[Evidence]:
-    """Search the subject ourselves (raises on outage: the layer applies on_error)."""
-    lookup = ctx.services.lookups.get(spec.lookup) if spec.lookup else None
-    if lookup is None:
+def urls_in(ctx: CheckContext) -> list[tuple[str, int, int]]:
+    """(url, start, end) of each URL in the content, canonical (cased) and cut where it ends."""
+    if "http" not in ctx.canon.text:
         return []
-    query = content_query(_strip(ctx.assertion.content, [*spec.markers, *stop]))
-    return [item for item in lookup(query) if _related(claim, item)] if query else []
+    return list(_urls(ctx.assertion.content, ctx.policies.names))
 
 
-def _found(ctx: CheckContext, found: list[Evidence]) -> Outcome:
-    ids = ", ".join(e.id for e in found)
-    return Outcome(True, ctx.msg("found", ids=ids), found=tuple(found))
+@lru_cache(maxsize=1024)
+def _urls(content: str, names: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+    cased = canonical(_STOPS.sub("、", content), names).cased
+    out, at = [], 0
+    for url in extract_urls(cased):
+        start = cased.find(url, at)
+        out.append((url, start, start + len(url)))
+        at = start + len(url)
+    return tuple(out)
 
 
-def _strip(text: str, words: list[str]) -> str:
-    for word in sorted(words, key=len, reverse=True):
-        text = re.sub(re.escape(word), " ", text, flags=re.IGNORECASE)
-    return text
-
-
-def _unsupported(ctx: CheckContext, name: str, spec: SubjectSpec) -> Outcome:
-    return fail(
-        ctx.msg("fail", subject=name),
-        ctx.msg("hint", tools=", ".join(spec.tools)),
-        subject=name,
-        tools=spec.tools,
-    )
+def _look_alike(canon: Canonical, url: str) -> bool:
+    """Was the URL written with letters of another script that only look Latin?"""
+    return any(fold_look_alikes(word) in url for word in canon.mixed)
 
 
 class UrlParams(CheckParams):
     pass
 
 
-_URL = re.compile(r"https?://[^\s)）\]>\"'，。]+")
-
-
 @register("evidence.urls_recorded", UrlParams)
 def urls_recorded(ctx: CheckContext, params: UrlParams) -> Outcome:
-    """URLs cited in the text must be among those that tools returned in this session."""
+    """URLs in the text must be among those that tools returned in this session."""
     ledger = ctx.ledger.session(ctx.assertion.session)
-    urls = [u.rstrip(".,;") for u in _URL.findall(ctx.assertion.content)]
-    missing = [u for u in urls if u not in ledger.urls]
+    urls = urls_in(ctx)
+    spans = relays(ctx) if urls else []
+    spoofed = [u for u, _, _ in urls if _look_alike(ctx.canon, u)]
+    missing = [
+        u
+        for u, start, _ in urls
+        if u in spoofed or not (ledger.has_url(u) or _on_record(ctx, spans, start, u.lower()))
+    ]
     if not missing:
         return ok(ctx.msg("ok", count=len(urls)))
-    return fail(ctx.msg("fail", urls=", ".join(missing)), ctx.msg("hint"), fabricated=missing)
+    reason = ctx.msg("fail", urls=", ".join(dict.fromkeys(missing)))
+    if spoofed:
+        reason += ctx.msg("sep") + ctx.msg("look_alike", urls=", ".join(spoofed))
+    return fail(reason, ctx.msg("hint"), fabricated=missing, look_alike=spoofed)
+
+
+# Registers evidence.subject_supported (it uses urls_in and relays from this module).
+from lingyi.checks import facts as _facts  # noqa: E402, F401
