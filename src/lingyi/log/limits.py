@@ -41,8 +41,19 @@ def _utf8(text: str) -> bytes:
 
 
 def _head(text: str, max_bytes: int) -> str:
-    """The longest start of ``text`` within ``max_bytes`` of UTF-8 (never half a character)."""
-    return _utf8(text)[:max_bytes].decode("utf-8", "ignore") + ELLIPSIS
+    """The longest start of ``text`` within ``max_bytes`` of UTF-8 (never half a character).
+
+    Only the first ``max_bytes`` characters are encoded: a character is at least one byte.
+    """
+    return _utf8(text[:max_bytes])[:max_bytes].decode("utf-8", "ignore") + ELLIPSIS
+
+
+def _over_bytes(text: str, max_bytes: int) -> bool:
+    """Is ``text`` over ``max_bytes`` of UTF-8? Encodes only when its length cannot tell:
+    a character is one to four bytes."""
+    if len(text) > max_bytes:
+        return True
+    return len(text) * 4 > max_bytes and len(_utf8(text)) > max_bytes
 
 
 class _Limiter:
@@ -84,9 +95,10 @@ class _Limiter:
         """A tool call's arguments within the limit as a whole: each value cut to the limit,
         then, if they are still too big together, to an equal share of it (every key kept
         while a share is worth keeping), then the first keys that fit."""
-        if not self._over(args):
+        full = _json(args)
+        if not _over_bytes(full, self.max_bytes):
             return args
-        self.note(path, _json(args))
+        self.note(path, full)
         share = self.max_bytes
         for _ in range(2):
             inner = _Limiter(share)
@@ -98,11 +110,10 @@ class _Limiter:
         return cut if not self._over(cut) else dict(_prefix(cut, self.max_bytes))
 
     def _over(self, value: Any) -> bool:
-        return len(_utf8(_json(value))) > self.max_bytes
+        return _over_bytes(_json(value), self.max_bytes)
 
     def text(self, text: str, path: str) -> str:
-        # A text of at most max_bytes // 4 characters cannot be over max_bytes of UTF-8.
-        if len(text) <= self.max_bytes // 4 or len(_utf8(text)) <= self.max_bytes:
+        if not _over_bytes(text, self.max_bytes):
             return text
         self.note(path, text)
         return _head(text, self.max_bytes)
