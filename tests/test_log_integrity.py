@@ -430,6 +430,20 @@ def test_a_log_given_by_LINGYI_LOG_writes_no_checkpoints_into_the_configs(
     assert not (tmp_path / "anchor" / "log.checkpoints").exists()
 
 
+def test_config_show_names_the_key_source_and_id_never_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator sees whether the log is keyed and checkpointed; the key is not printed."""
+    monkeypatch.setenv("LINGYI_TEST_LOG_KEY", KEY_A)
+    config = deployment(tmp_path)
+    assert main(["--config", str(config), "config", "show"]) == 0
+    out = capsys.readouterr().out
+    assert f"keyed with {keys(KEY_A).current.key_id} from $LINGYI_TEST_LOG_KEY" in out
+    assert str(tmp_path / "anchor" / "log.checkpoints") in out and KEY_A not in out
+    assert main(["--config", str(config), "config", "show", "--json"]) == 0
+    assert KEY_A not in capsys.readouterr().out
+
+
 def test_stats_and_log_verify_agree_on_a_keyed_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -509,6 +523,7 @@ with VerificationLog(Path(sys.argv[1]), LogOptions(keys=keys, checkpoints=Path(s
 """
 
 
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
 def test_writers_killed_mid_append_leave_at_most_torn_lines_and_valid_checkpoints(
     tmp_path: Path,
 ) -> None:

@@ -32,7 +32,7 @@ from pydantic import ConfigDict
 
 from lingyi import messages
 from lingyi.checks.tool import describe_problems
-from lingyi.errors import ConfigError, LogError
+from lingyi.errors import ConfigError, LingyiError, LogError
 from lingyi.models import Assertion, AssertionType, ToolCall
 from lingyi.policy import (
     ArgProblem,
@@ -291,9 +291,12 @@ def _stats_tool(table: ToolTable) -> ToolFn:
             return _error({"error": reason, "recommendation": hint})
         member = app.policies.resolve(arguments.get("member") or "")
         days = arguments.get("days", 7)
-        figures = await app.in_thread(
-            lambda: stats_for(app.config, days=days, member=member.id if member else None)
-        )
+        try:
+            figures = await app.in_thread(
+                lambda: stats_for(app.config, days=days, member=member.id if member else None)
+            )
+        except LingyiError as exc:  # the log cannot be read: say so, keep serving
+            return _error({"error": str(exc)})
         return CallToolResult(content=_json_text(figures), structured_content=figures)
 
     return call
