@@ -123,10 +123,14 @@ class VerificationLog:
             self._mutex = FileMutex(lock_path(path))
         except OSError as exc:
             raise LogError(f"cannot open the verification log {path}: {exc}") from exc
-        if self.options.checkpoints is not None:
-            every = self.options.checkpoint_every
-            self._checkpoints = CheckpointFile(self.options.checkpoints, every)
-        self._refuse_downgrade()
+        try:
+            if self.options.checkpoints is not None:
+                every = self.options.checkpoint_every
+                self._checkpoints = CheckpointFile(self.options.checkpoints, every)
+            self._refuse_downgrade()
+        except LogError:
+            self.close()
+            raise
 
     def _refuse_downgrade(self) -> None:
         """A keyed log is appended to with its key only: plain records after keyed ones
@@ -136,7 +140,6 @@ class VerificationLog:
         with self._mutex:
             key_id = _tail_state(self._fd, os.fstat(self._fd).st_size).key_id
         if key_id is not None:
-            self.close()
             raise LogError(
                 f"the verification log {self.path} is keyed (key {key_id}), but no key is "
                 "configured: set [log] key_env or key_file to its key"
