@@ -75,7 +75,7 @@ def save(path: Path, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         body = {k: v for k, v in row.items() if k != "hash"}
         lines.append(canonical(body)[:-1] + f',"hash":"{row["hash"]}"}}')
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 def recompute(rows: list[dict[str, Any]], mac: Callable[[bytes], str] | None = None) -> None:
@@ -120,6 +120,10 @@ def keep_first_40(rows: list[dict[str, Any]], _anchor: Path) -> None:
     del rows[41:]  # the rotation record and 40 verifications
 
 
+def delete_everything(rows: list[dict[str, Any]], _anchor: Path) -> None:
+    rows.clear()  # an empty log (or none): the checkpoints still say what was there
+
+
 def forge_own_key(rows: list[dict[str, Any]], _anchor: Path) -> None:
     """Rotate to a key of the attacker's own, in a record that looks like the writer's."""
     from lingyi.log.keys import LogKey
@@ -160,6 +164,7 @@ ATTACKS: list[tuple[str, Attack, tuple[str, str, str]]] = [
     ("flip, recompute as a plain chain", flip_and_recompute_as_plain, ("ok", "failed", "failed")),
     ("delete a record, recompute every hash", delete_and_recompute, ("failed", "failed", "failed")),
     ("keep the first 40 of 50", keep_first_40, ("ok", "ok", "failed")),
+    ("empty the log", delete_everything, ("ok", "ok", "failed")),
     ("rotate to the attacker's own key", forge_own_key, ("ok", "failed", "failed")),
     ("flip a rejection in place", edit_in_place, ("failed", "failed", "ok")),
     ("cut the tail, forge a checkpoint", forge_a_checkpoint, ("ok", "ok", "failed")),
