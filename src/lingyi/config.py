@@ -19,10 +19,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lingyi._validation import Problem, problems
 from lingyi.errors import ConfigError
+
+MIN_FIELD_BYTES = 256  # below this a record could not say what it is about
 
 
 def defaults_dir() -> Path:
@@ -60,11 +62,54 @@ class PathsSection(_Strict):
 
 
 class LogSection(_Strict):
-    """How the verification log is written."""
+    """How the verification log is written, authenticated, anchored and bounded."""
 
     fsync: bool = Field(
         False, description="fsync every record: survives power loss, costs ~0.3 ms a record."
     )
+    key_env: str = Field(
+        "",
+        description="Environment variable holding the log key: records are chained with an "
+        "HMAC, so a rewrite cannot be recomputed without it. One or more keys separated by "
+        "whitespace, at least 32 characters each; the last one signs new records, the others "
+        "are retired keys kept to verify older ones. Never logged. Empty: a plain hash chain.",
+        examples=["LINGYI_LOG_KEY"],
+    )
+    key_file: str = Field(
+        "",
+        description="File holding the log key, as key_env (one key a line; append a line to "
+        "rotate). Relative to this file; readable by the guard only. Set key_env or key_file.",
+        examples=["secrets/log.key"],
+    )
+    checkpoints: str = Field(
+        "",
+        description="File of checkpoints (record count, last hash), signed with the key, "
+        "appended after every record: a cut-off tail is then detected. Keep it where whoever "
+        "can rewrite the log cannot (another disk, an append-only file). Kept for paths.log "
+        "only, not for a log given by --log or $LINGYI_LOG. Empty: no checkpoints.",
+        examples=["/var/lib/lingyi-anchor/verification.checkpoints"],
+    )
+    checkpoint_every: int = Field(
+        1,
+        ge=1,
+        description="Write a checkpoint every N records (a cut of fewer records than this "
+        "after the last checkpoint goes unnoticed).",
+    )
+    max_field_bytes: int = Field(
+        16384,
+        ge=0,
+        description="Content, texts and a tool call's arguments longer than this (UTF-8 bytes) "
+        "are stored cut, with their full length and sha256 in the record's truncated list; "
+        "the verdict is made on all of it. 0: no limit.",
+    )
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> LogSection:
+        if self.key_env and self.key_file:
+            raise ValueError("set key_env or key_file, not both")
+        if 0 < self.max_field_bytes < MIN_FIELD_BYTES:
+            raise ValueError(f"max_field_bytes must be 0 or at least {MIN_FIELD_BYTES}")
+        return self
 
 
 class DataSourceEntry(_Strict):
@@ -208,6 +253,8 @@ class Config(BaseModel):
     kb_dir: Path
     repo_roots: list[Path]
     data_roots: list[Path]
+    log_key_file: Path | None = None
+    checkpoints_path: Path | None = None  # None: none configured, or the log was overridden
     origins: dict[str, Origin] = Field(default_factory=dict)
 
     @property
@@ -261,6 +308,8 @@ def load_config(explicit: str | Path | None = None, *, log: str | Path | None = 
         kb_dir=_under(base, raw.paths.knowledge_base),
         repo_roots=[_under(base, p) for p in raw.paths.repo_roots],
         data_roots=[_under(base, p) for p in raw.paths.data_roots],
+        log_key_file=_under(base, raw.log.key_file) if raw.log.key_file else None,
+        checkpoints_path=_checkpoints(raw, base, log_origin),
         origins={
             "config": found_by,
             "log": log_origin,
@@ -271,6 +320,14 @@ def load_config(explicit: str | Path | None = None, *, log: str | Path | None = 
 
 
 _PATH_KEYS = ("validators", "knowledge_base", "repo_roots", "data_roots")
+
+
+def _checkpoints(raw: ConfigFile, base: Path, log_origin: Origin) -> Path | None:
+    """The checkpoint file, for the config's own log only: the checkpoints of another log
+    (--log, $LINGYI_LOG) in the same file would make both unverifiable."""
+    if not raw.log.checkpoints or log_origin.kind in ("flag", "env"):
+        return None
+    return _under(base, raw.log.checkpoints)
 
 
 def _override(

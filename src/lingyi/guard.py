@@ -20,6 +20,7 @@ from lingyi.errors import PolicyError
 from lingyi.layer import ConstraintLayer, Judge, Scope
 from lingyi.ledger import Ledger
 from lingyi.log import VerificationLog, verification_record
+from lingyi.log.setup import open_log
 from lingyi.models import Assertion, Evidence, VerificationResult
 from lingyi.policy import PolicySet, PolicyStore, load_policies
 
@@ -116,9 +117,7 @@ class Guard:
             judge=_judge(config),
             judge_unavailable=config.raw.judge.on_error,
         )
-        return cls(
-            layer, VerificationLog(config.log_path, fsync=config.raw.log.fsync), source=source
-        )
+        return cls(layer, open_log(config), source=source)
 
     def check(
         self, assertion: Assertion, ledger: Ledger, **scope: Unpack[Scope]

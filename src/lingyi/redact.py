@@ -80,3 +80,10 @@ def _walk(value: Any) -> Any:
 def _secret_value(key: str, value: Any) -> Any:
     hidden = isinstance(value, str) and _SECRET_KEY.match(key) and len(value) >= 6
     return MASK if hidden else _walk(value)
+
+
+def redact_record(record: dict[str, Any]) -> dict[str, Any]:
+    """The log record as it may be stored: every secret in it replaced (the log writer's
+    one call into redaction, made before the record is cut to size and chained)."""
+    redacted: dict[str, Any] = redact(record)
+    return redacted

@@ -16,6 +16,7 @@ from lingyi.cli._output import text_table
 from lingyi.errors import LingyiError
 from lingyi.log import appeals
 from lingyi.log import query as logquery
+from lingyi.log.setup import log_options
 
 
 class AppealGroup(Group):
@@ -70,7 +71,9 @@ def appeal_file(app: App, record_id: str, reason: str | None, by: str | None, as
     """Appeal the verification with this record id (lingyi verify prints it)."""
     if not reason:
         raise LingyiError('filing an appeal needs --reason "why the verdict was wrong"')
-    record = appeals.file_appeal(app.config().log_path, record_id, reason, by)
+    config = app.config()
+    options = log_options(config)
+    record = appeals.file_appeal(config.log_path, record_id, reason, by, options=options)
     _print_record(app, record, f"appeal {record['id']} recorded against {record_id}", as_json)
     return EXIT_OK
 
@@ -91,7 +94,9 @@ def appeal_resolve(
         raise LingyiError("resolving an appeal needs --uphold or --overturn")
     if not note:
         raise LingyiError('resolving an appeal needs --note "the reason for the decision"')
-    record = appeals.resolve_appeal(app.config().log_path, record_id, outcome, note, by)
+    config = app.config()
+    options = log_options(config)
+    record = appeals.resolve_appeal(config.log_path, record_id, outcome, note, by, options=options)
     text = f"appeal {record['appeal_id']} {record['outcome']} (verification {record['appeal_of']})"
     _print_record(app, record, text, as_json)
     return EXIT_OK

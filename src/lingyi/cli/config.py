@@ -11,6 +11,7 @@ from lingyi.cli._app import EXIT_OK, App, Group, cli, entry, json_option
 from lingyi.config import Config, Origin
 from lingyi.errors import LingyiError
 from lingyi.guard import open_kb
+from lingyi.log.setup import checkpoints_skipped, log_keys
 from lingyi.policy import load_policies
 
 PATHS = ("log", "council", "validators", "knowledge_base", "repo_roots", "data_roots")
@@ -73,7 +74,26 @@ def config_view(config: Config) -> dict[str, Any]:
             "tokens": [t.name for t in raw.server.tokens],
         },
         "judge": {"enabled": raw.judge.enabled, "model": raw.judge.model},
+        "log": _log_guarantees(config),
         "settings": settings,
+    }
+
+
+def _log_guarantees(config: Config) -> dict[str, Any]:
+    """Whether the log is keyed (the key's source and id, never the key) and checkpointed."""
+    try:
+        keys = log_keys(config)
+    except LingyiError as exc:
+        key: dict[str, Any] = {"ok": False, "error": str(exc)}
+    else:
+        key = {"ok": True, "source": keys.source if keys else None}
+        key["key_id"] = keys.current.key_id if keys else None
+    anchor = config.checkpoints_path
+    return {
+        "key": key,
+        "checkpoints": str(anchor) if anchor else None,
+        "checkpoints_note": None if anchor else checkpoints_skipped(config),
+        "max_field_bytes": config.raw.log.max_field_bytes,
     }
 
 
@@ -127,8 +147,21 @@ def view_text(app: App, view: dict[str, Any]) -> str:
         f"{'data sources':<15} {', '.join(view['data_sources']) or '-'}",
         f"{'server':<15} {server['host']}:{server['port']}, {len(server['tokens'])} token(s)",
         f"{'judge':<15} {('on, ' + judge['model']) if judge['enabled'] else 'off'}",
+        *_log_text(app, view["log"]),
     ]
     return "\n".join(lines)
+
+
+def _log_text(app: App, log: dict[str, Any]) -> list[str]:
+    key = log["key"]
+    if not key["ok"]:
+        keyed = f"{app.paint('UNUSABLE', fg='red', bold=True)}: {key['error']}"
+    elif key["source"]:
+        keyed = f"keyed with {key['key_id']} from {key['source']}"
+    else:
+        keyed = "plain hash chain (no [log] key_env or key_file)"
+    anchor = log["checkpoints"] or f"none: {log['checkpoints_note']}"
+    return [f"{'log key':<15} {keyed}", f"{'checkpoints':<15} {anchor}"]
 
 
 def _shown(path: str | list[str]) -> str:

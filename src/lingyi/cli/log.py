@@ -15,13 +15,18 @@ import click
 from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, Group, cli, entry, json_option
 from lingyi.config import Config
 from lingyi.errors import LingyiError
-from lingyi.log import ChainReport, verify_chain
+from lingyi.log import LogVerification, verify_log
 from lingyi.log import query as logquery
+from lingyi.log.setup import checkpoints_skipped, log_keys
 from lingyi.stats import DECISIONS, days_window, parse_instant, resolve_zone
 
-# What an unkeyed hash chain detects (the log contract); a keyed chain and checkpoints would
-# add a rewritten chain and a cut-off tail.
-CHAIN_GUARANTEES = ("edited", "deleted", "reordered")
+# What each guarantee detects, when it was checked (the log contract).
+DETECTS = {
+    "hash chain": ("edited", "deleted", "reordered"),
+    "keyed chain": ("rewritten",),
+    "checkpoints": ("cut off",),
+}
+MARKS = {"ok": ("✓", "green"), "failed": ("✗", "red"), "not checked": ("-", "yellow")}
 
 
 @cli.group("log", cls=Group, short_help="The verification log: verify the chain, tail, query.")
@@ -29,32 +34,55 @@ def log_group() -> None:
     """The verification log: check its hash chain, read its last records, filter them."""
 
 
-@log_group.command("verify", short_help="Check the hash chain; name the first bad record.")
+@log_group.command("verify", short_help="Check the chain, its key and checkpoints.")
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--checkpoints",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Check against this checkpoint file (default: [log] checkpoints, for the config's log).",
+)
 @json_option
 @entry
-def log_verify(app: App, file: Path | None, as_json: bool) -> int:
-    """Check the hash chain of FILE (default: the log in effect). Exit 1 when it is broken."""
-    path = file if file is not None else app.config().log_path
+def log_verify(app: App, file: Path | None, checkpoints: Path | None, as_json: bool) -> int:
+    """Check FILE (default: the log in effect): the hash chain, the keyed chain when the config
+    names a key, and the checkpoints when it names a checkpoint file. Says which guarantees
+    it checked; exit 1 when one fails."""
+    config = app.config()
+    path = file if file is not None else config.log_path
     if file is not None and not file.is_file():
         raise LingyiError(f"{file}: no such log file")
-    report = verify_chain(path)
+    anchor, skipped = _checkpoints_for(config, path, checkpoints)
+    result = verify_log(path, log_keys(config), anchor, skipped=skipped)
     if as_json:
-        app.json(chain_json(path, report))
+        app.json(verification_json(result))
     else:
-        app.out(chain_text(app, path, report))
-    return EXIT_OK if report.ok else EXIT_FAILED
+        app.out(verification_text(app, result))
+    return EXIT_OK if result.ok else EXIT_FAILED
 
 
-def chain_json(path: Path, report: ChainReport) -> dict[str, Any]:
-    return {
-        "path": str(path),
-        **report.as_json(),
-        "checked": {"hash_chain": True, "detects": list(CHAIN_GUARANTEES)},
-    }
+def _checkpoints_for(config: Config, path: Path, given: Path | None) -> tuple[Path | None, str]:
+    """The checkpoint file that belongs to ``path``, or why there is none to check."""
+    if given is not None:
+        return given, ""
+    if path.resolve() != config.log_path.resolve():
+        if config.checkpoints_path is not None:
+            return (
+                None,
+                f"the configured checkpoints belong to {config.log_path} (use --checkpoints)",
+            )
+        return None, checkpoints_skipped(config)
+    return config.checkpoints_path, checkpoints_skipped(config)
 
 
-def chain_text(app: App, path: Path, report: ChainReport) -> str:
+def verification_json(result: LogVerification) -> dict[str, Any]:
+    guarantees = result.guarantees()
+    checked = {g.name.replace(" ", "_"): g.status != "not checked" for g in guarantees}
+    detects = [d for g in guarantees if g.status != "not checked" for d in DETECTS[g.name]]
+    return {**result.as_json(), "checked": {**checked, "detects": detects}}
+
+
+def verification_text(app: App, result: LogVerification) -> str:
+    path, report = result.path, result.chain
     exists = "" if path.exists() else " (no log yet)"
     lines = [f"{path}: {report.records} records{exists}"]
     lines += [f"  line {n}: skipped: {e}" for n, e in report.unreadable]
@@ -63,9 +91,13 @@ def chain_text(app: App, path: Path, report: ChainReport) -> str:
         broken = app.paint("CHAIN BROKEN", fg="red", bold=True)
         lines.append(f"  {broken} at line {bad.lineno} (record {bad.record_id}): {bad.reason}")
         lines.append(f"  {report.break_count} record(s) fail the chain in all")
+    elif not result.ok:
+        lines.append(f"  {app.paint('CHECKPOINTS FAIL', fg='red', bold=True)}: chain intact")
     else:
-        checked = ", ".join(CHAIN_GUARANTEES[:-1]) + f" or {CHAIN_GUARANTEES[-1]}"
-        lines.append(f"  {app.paint('chain OK', fg='green')}: no record {checked}")
+        lines.append(f"  {app.paint('chain OK', fg='green')}: every guarantee checked holds")
+    for g in result.guarantees():
+        mark, colour = MARKS[g.status]
+        lines.append(f"  {app.paint(mark, fg=colour)} {g.name:<12} {g.status}: {g.detail}")
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ from lingyi import report
 from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
 from lingyi.cli._output import text_table
 from lingyi.cli.log import window_options
+from lingyi.log.setup import log_keys
 from lingyi.stats import DECISIONS, INTERCEPTS, compute_stats, resolve_zone, window_from_args
 
 
@@ -25,7 +26,8 @@ def stats(app: App, member: str | None, as_json: bool, **window: Any) -> int:
     zone = resolve_zone(window.pop("tz"), config)
     span = window_from_args(zone, **window)
     with app.progress("stats") as progress:
-        result = compute_stats(config.log_path, span, member=member, progress=progress)
+        keys = log_keys(config)
+        result = compute_stats(config.log_path, span, member=member, progress=progress, keys=keys)
     if as_json:
         app.json(result, indent=2)  # a document people read as well as parse
     else:

@@ -3,9 +3,15 @@
 | module | owns |
 |---|---|
 | :mod:`~lingyi.log.records` | the record models (verification, appeal, resolution), the log's timestamps |
-| :mod:`~lingyi.log.writer` | :class:`VerificationLog`, the appender (locks, chain, redaction) |
+| :mod:`~lingyi.log.writer` | :class:`VerificationLog`, the appender (locks, chain, redaction, limits) |
+| :mod:`~lingyi.log.io` | whole-line appends: short writes continued, failed ones taken back |
+| :mod:`~lingyi.log.keys` | the log key (env or file, rotation), the MACs of records and checkpoints |
+| :mod:`~lingyi.log.limits` | values over the size limit stored cut, with their length and hash |
 | :mod:`~lingyi.log.reader` | :func:`read_log` (forwards, streaming) and :func:`tail_records` (backwards) |
 | :mod:`~lingyi.log.chain` | :func:`verify_chain` and the incremental :class:`ChainVerifier` stats use |
+| :mod:`~lingyi.log.checkpoints` | signed checkpoints (seq, hash) in another file, and their check |
+| :mod:`~lingyi.log.audit` | :func:`verify_log`: chain, keyed chain, checkpoints, and which were checked |
+| :mod:`~lingyi.log.setup` | the log a config describes (key, checkpoints, limits) for every writer |
 | :mod:`~lingyi.log.query` | the filters of ``lingyi log tail|query`` and their output |
 | :mod:`~lingyi.log.appeals` | appeals and their resolutions, appended to the same log |
 
@@ -25,6 +31,7 @@ from lingyi.log.appeals import (
     list_appeals,
     resolve_appeal,
 )
+from lingyi.log.audit import Guarantee, LogVerification, verify_log
 from lingyi.log.chain import (
     GENESIS,
     ChainBreak,
@@ -34,6 +41,9 @@ from lingyi.log.chain import (
     record_hash,
     verify_chain,
 )
+from lingyi.log.checkpoints import CheckpointReport
+from lingyi.log.keys import KeyRing, LogKey, load_keys
+from lingyi.log.limits import limit_record
 from lingyi.log.query import Query, Skipped, format_human, format_jsonl, query_log, tail_log
 from lingyi.log.reader import LogLine, read_log, reversed_lines, tail_records
 from lingyi.log.records import (
@@ -43,6 +53,7 @@ from lingyi.log.records import (
     AppealRecord,
     AppealResolutionRecord,
     CheckEntry,
+    KeyRotationRecord,
     LogRecord,
     Subject,
     VerificationRecord,
@@ -52,7 +63,7 @@ from lingyi.log.records import (
     subject_of,
     verification_record,
 )
-from lingyi.log.writer import VerificationLog
+from lingyi.log.writer import LogOptions, VerificationLog
 
 __all__ = [
     "GENESIS",
@@ -68,8 +79,15 @@ __all__ = [
     "ChainReport",
     "ChainVerifier",
     "CheckEntry",
+    "CheckpointReport",
+    "Guarantee",
+    "KeyRing",
+    "KeyRotationRecord",
+    "LogKey",
     "LogLine",
+    "LogOptions",
     "LogRecord",
+    "LogVerification",
     "NoOpenAppealError",
     "NotAVerificationError",
     "Query",
@@ -84,7 +102,9 @@ __all__ = [
     "file_appeal",
     "format_human",
     "format_jsonl",
+    "limit_record",
     "list_appeals",
+    "load_keys",
     "parse_record",
     "query_log",
     "read_log",
@@ -97,4 +117,5 @@ __all__ = [
     "tail_records",
     "verification_record",
     "verify_chain",
+    "verify_log",
 ]

@@ -37,7 +37,7 @@ from lingyi.log.records import (
     record_kind,
     subject_of,
 )
-from lingyi.log.writer import VerificationLog
+from lingyi.log.writer import LogOptions, VerificationLog
 
 log = structlog.get_logger(__name__)
 
@@ -115,9 +115,17 @@ def _appeal_lock(path: Path) -> Iterator[None]:
 
 
 def file_appeal(
-    path: Path, verification_id: str, reason: str, by: str | None = None
+    path: Path,
+    verification_id: str,
+    reason: str,
+    by: str | None = None,
+    *,
+    options: LogOptions | None = None,
 ) -> dict[str, Any]:
-    """Append an appeal against a verification and return the record written."""
+    """Append an appeal against a verification and return the record written.
+
+    ``options``: how the log is written (its key, checkpoints), as for the guard's records.
+    """
     if not reason.strip():
         raise AppealError('an appeal needs a reason (--reason "...")')
     with _appeal_lock(path):
@@ -135,7 +143,7 @@ def file_appeal(
             by=by or default_actor(),
             subject=subject_of(target),
         )
-        return _append(path, record)
+        return _append(path, record, options)
 
 
 def _require_verification(found: _Found, ref: str, path: Path) -> dict[str, Any]:
@@ -150,7 +158,13 @@ def _require_verification(found: _Found, ref: str, path: Path) -> dict[str, Any]
 
 
 def resolve_appeal(
-    path: Path, ref: str, outcome: str, note: str, by: str | None = None
+    path: Path,
+    ref: str,
+    outcome: str,
+    note: str,
+    by: str | None = None,
+    *,
+    options: LogOptions | None = None,
 ) -> dict[str, Any]:
     """Record the human decision on an appeal; ``ref`` is the appeal or verification id."""
     if outcome not in OUTCOMES:
@@ -166,7 +180,7 @@ def resolve_appeal(
             by=by or default_actor(),
             subject=_subject(appeal.get("subject")) or _subject_if_verification(found.target),
         )
-        return _append(path, record)
+        return _append(path, record, options)
 
 
 def _appeal_to_resolve(found: _Found, ref: str, path: Path) -> dict[str, Any]:
@@ -214,8 +228,8 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _append(path: Path, record: RecordModel) -> dict[str, Any]:
-    with VerificationLog(path) as vlog:
+def _append(path: Path, record: RecordModel, options: LogOptions | None) -> dict[str, Any]:
+    with VerificationLog(path, options) as vlog:
         written = vlog.append(record)
     log.info(f"{written['kind']}.recorded", id=written["id"], appeal_of=written["appeal_of"])
     return written

@@ -1,9 +1,10 @@
 """What a line of the verification log holds: typed records, and helpers on raw records.
 
-Three kinds of record share the log: a ``verification`` (one per verdict), an ``appeal``
-against one, and its ``appeal_resolution``. Writers build them as the models below, so a
-field cannot be misspelt or forgotten; the writer adds the envelope (``v``, ``id``, ``ts``,
-``prev``, ``hash``). Readers on the hot path (stats, query) keep the parsed JSON as a dict,
+Four kinds of record share the log: a ``verification`` (one per verdict), an ``appeal``
+against one, its ``appeal_resolution``, and a ``key_rotation`` (the writer's own: the chain's
+key changes). Writers build them as the models below, so a field cannot be misspelt or
+forgotten; the writer adds the envelope (``v``, ``id``, ``ts``, ``prev``, ``seq``, ``key_id``,
+``hash``, and ``truncated`` when a value was cut to the size limit). Readers on the hot path (stats, query) keep the parsed JSON as a dict,
 because validating a model per line would cost more than reading it, and because old
 records (no ``kind``, no ``v``) must still be counted; :func:`parse_record` gives the typed
 view to readers that want it.
@@ -19,8 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from lingyi.models import Assertion, CheckResult, Fallback, ToolCall, VerificationResult
 
 SCHEMA_VERSION = 1
-KINDS = ("verification", "appeal", "appeal_resolution")
+KINDS = ("verification", "appeal", "appeal_resolution", "key_rotation")
 OUTCOMES = ("upheld", "overturned")
+
+
+class Truncation(BaseModel):
+    """A value stored cut to the size limit: where it was, how big, and its hash."""
+
+    field: str
+    bytes: int
+    sha256: str
+
+
+ENVELOPE = ("id", "v", "ts", "prev", "seq", "key_id", "hash", "truncated")
 
 
 class RecordModel(BaseModel):
@@ -32,12 +44,16 @@ class RecordModel(BaseModel):
     v: int | None = None
     ts: str | None = None
     prev: str | None = None
+    seq: int | None = None  # the record's number in the chain, from 1
+    key_id: str | None = None  # the key of the MAC in ``hash`` (absent: a plain sha256)
     hash: str | None = None
+    # Values cut to the size limit: each one's path, full size in bytes and sha256.
+    truncated: list[Truncation] | None = None
 
     def to_log(self) -> dict[str, Any]:
         """The JSON object to append (envelope fields left to the writer are omitted)."""
-        data = self.model_dump(mode="json")
-        for name in ("id", "v", "ts", "prev", "hash", *self.OMIT_IF_NONE):
+        data = self.model_dump(mode="json", by_alias=True)
+        for name in (*ENVELOPE, *self.OMIT_IF_NONE):
             if data.get(name) is None:
                 data.pop(name, None)
         return data
@@ -45,6 +61,16 @@ class RecordModel(BaseModel):
     # Optional fields that are left out rather than written as null (older readers and the
     # hashes of records already written expect them absent).
     OMIT_IF_NONE: ClassVar[tuple[str, ...]] = ()
+
+
+class KeyRotationRecord(RecordModel):
+    """The chain's key changes here (``from`` None: the chain starts being keyed)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    kind: Literal["key_rotation"] = "key_rotation"
+    from_key: str | None = Field(None, alias="from")
+    to: str
 
 
 class CheckEntry(BaseModel):
@@ -119,11 +145,12 @@ class AppealResolutionRecord(RecordModel):
     OMIT_IF_NONE = ("subject",)
 
 
-LogRecord = VerificationRecord | AppealRecord | AppealResolutionRecord
-_MODELS: dict[str, type[VerificationRecord | AppealRecord | AppealResolutionRecord]] = {
+LogRecord = VerificationRecord | AppealRecord | AppealResolutionRecord | KeyRotationRecord
+_MODELS: dict[str, type[LogRecord]] = {
     "verification": VerificationRecord,
     "appeal": AppealRecord,
     "appeal_resolution": AppealResolutionRecord,
+    "key_rotation": KeyRotationRecord,
 }
 
 
@@ -137,7 +164,8 @@ def parse_record(data: dict[str, Any]) -> LogRecord:
     model = _MODELS.get(kind)
     if model is None:
         raise ValueError(f"unknown record kind {kind!r} (known: {', '.join(KINDS)})")
-    known = {k: v for k, v in data.items() if k in model.model_fields}
+    names = {f.alias or n for n, f in model.model_fields.items()}
+    known = {k: v for k, v in data.items() if k in names}
     return model.model_validate({**known, "kind": kind})
 
 

@@ -1,4 +1,4 @@
-"""The appender of the verification log: append-only JSONL with a hash chain.
+"""The appender of the verification log: append-only JSONL with a hash chain (or a keyed one).
 
 Appends take a thread lock and an inter-process lock (:class:`lingyi._locks.FileMutex`, a
 lock file beside the log), so threads and processes never interleave or lose records, on
@@ -6,6 +6,16 @@ Linux, macOS and Windows. Appending reads only the tail of the file, never the w
 cost does not grow with the log. A torn last line left by a crash is isolated on its own
 line (the next record starts on a fresh line) and skipped by the chain, as
 :mod:`lingyi.log.chain` describes.
+
+A record is written whole or not at all (:func:`lingyi.log.io.append_line`): a short write
+continues, a failed one is taken back, and the caller gets a :class:`~lingyi.errors.LogError`
+naming the log, so that the server refuses the tool and the CLI exits 2; the next append,
+once there is room again, carries on the chain.
+
+Each record is redacted (:func:`lingyi.redact.redact_record`), then cut to the size limits
+(:mod:`lingyi.log.limits`), then chained: ``prev``, ``seq`` (its number in the chain), and,
+with a key, ``key_id`` and a MAC as ``hash``. With checkpoints, the writer appends the
+signed (seq, hash) of what it wrote to the checkpoint file before the append returns.
 """
 
 from __future__ import annotations
@@ -14,90 +24,135 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lingyi._ids import new_id, utc_now
 from lingyi._locks import FileMutex, lock_path
 from lingyi.errors import LogError
-from lingyi.log.chain import GENESIS, canonical
+from lingyi.log.chain import GENESIS, ROTATION, canonical
+from lingyi.log.checkpoints import CheckpointFile
+from lingyi.log.io import APPEND_FLAGS, append_line, read_at, take_back
+from lingyi.log.keys import KeyRing
+from lingyi.log.limits import limit_record
+from lingyi.log.reader import read_log
 from lingyi.log.records import SCHEMA_VERSION, RecordModel
-from lingyi.redact import may_hold_secret, redact
+from lingyi.redact import redact_record
 
 _TAIL_BLOCK = 64 * 1024
-# O_BINARY: on Windows, a text-mode descriptor would turn "\n" into "\r\n" and change what
-# the hash covers; elsewhere the flag does not exist and is 0.
-_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
 
 
-def _last_hash(line: bytes) -> str | None:
-    """The hash a new record links to, if ``line`` is a hashed record (chain rules)."""
+@dataclass(frozen=True)
+class LogOptions:
+    """How a log is written: durability, its key, its checkpoints, its size limit."""
+
+    fsync: bool = False
+    keys: KeyRing | None = None
+    checkpoints: Path | None = None
+    checkpoint_every: int = 1
+    max_field_bytes: int = 0  # 0: no limit
+
+
+@dataclass
+class _Tail:
+    """What the next record chains to: the last hashed record's hash, seq and key."""
+
+    hash: str = GENESIS
+    seq: int | None = 0  # None: the last record predates seq, so the records are counted
+    key_id: str | None = None
+    newline: bool = True  # the file ends with a newline (no torn line to isolate)
+
+
+def _parse_tail(line: bytes) -> _Tail | None:
+    """The chain state after ``line``, if it is a hashed record (chain rules)."""
     try:
         value = json.loads(line)
     except ValueError:
         return None
-    stored = value.get("hash") if isinstance(value, dict) else None
-    return stored if isinstance(stored, str) else None
+    if not isinstance(value, dict) or not isinstance(value.get("hash"), str):
+        return None
+    seq, key_id = value.get("seq"), value.get("key_id")
+    return _Tail(
+        value["hash"],
+        seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
+        key_id if isinstance(key_id, str) else None,
+    )
 
 
-def _read_at(fd: int, start: int, size: int) -> bytes:
-    # No os.pread: Windows has none. Positioning is safe: we hold the lock, and O_APPEND
-    # writes go to the end whatever the position.
-    os.lseek(fd, start, os.SEEK_SET)
-    parts, left = [], size
-    while left > 0 and (chunk := os.read(fd, left)):
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
-
-
-def _tail_state(fd: int, size: int) -> tuple[str, bool]:
-    """The hash of the last hashed record, and whether the file ends with a newline."""
+def _tail_state(fd: int, size: int) -> _Tail:
+    """The chain state at the end of the file, reading backwards only as far as needed."""
     if size == 0:
-        return GENESIS, True
+        return _Tail()
     block = _TAIL_BLOCK
     while True:
         start = max(0, size - block)
-        data = _read_at(fd, start, size - start)
+        data = read_at(fd, start, size - start)
         lines = data.split(b"\n")
         if start > 0:
             lines = lines[1:]  # the first piece may be the end of a longer line
         for raw in reversed(lines):
-            if raw.strip() and (found := _last_hash(raw)) is not None:
-                return found, data.endswith(b"\n")
+            if raw.strip() and (found := _parse_tail(raw)) is not None:
+                found.newline = data.endswith(b"\n")
+                return found
         if start == 0:
-            return GENESIS, data.endswith(b"\n")
+            return _Tail(newline=data.endswith(b"\n"))
         block *= 4
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """Write every byte: a short write (a signal, a nearly full disk) continues, under the
-    lock, right where it stopped, so the record stays whole and contiguous."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+def _count_hashed(path: Path) -> int:
+    """How many hashed records a log written before ``seq`` holds (once per such log)."""
+    return sum(1 for line in read_log(path) if line.record is not None and "hash" in line.record)
 
 
 class VerificationLog:
     """Append records to one JSONL file, safely from many threads and processes."""
 
-    def __init__(self, path: Path, *, fsync: bool = False) -> None:
+    def __init__(
+        self, path: Path, options: LogOptions | None = None, *, fsync: bool = False
+    ) -> None:
         self.path = path
-        self.fsync = fsync
+        self.options = options or LogOptions(fsync=fsync)
         self._known_end = -1
-        self._last_hash = GENESIS
+        self._tail = _Tail()
+        self._fd = -1
+        self._checkpoints: CheckpointFile | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, _FLAGS, 0o644)
+            self._fd = os.open(path, APPEND_FLAGS, 0o644)
             self._mutex = FileMutex(lock_path(path))
         except OSError as exc:
             raise LogError(f"cannot open the verification log {path}: {exc}") from exc
+        try:
+            if self.options.checkpoints is not None:
+                every = self.options.checkpoint_every
+                self._checkpoints = CheckpointFile(self.options.checkpoints, every)
+            self._refuse_downgrade()
+        except LogError:
+            self.close()
+            raise
+
+    def _refuse_downgrade(self) -> None:
+        """A keyed log is appended to with its key only: plain records after keyed ones
+        would read as a rewrite (and would be one, made by whoever removed the key)."""
+        if self.options.keys is not None:
+            return
+        with self._mutex:
+            key_id = _tail_state(self._fd, os.fstat(self._fd).st_size).key_id
+        if key_id is not None:
+            raise LogError(
+                f"the verification log {self.path} is keyed (key {key_id}), but no key is "
+                "configured: set [log] key_env or key_file to its key"
+            )
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
             self._mutex.close()
+        if self._checkpoints is not None:
+            self._checkpoints.close()
+            self._checkpoints = None
 
     def __enter__(self) -> VerificationLog:
         return self
@@ -106,16 +161,18 @@ class VerificationLog:
         self.close()
 
     def append(self, record: RecordModel | Mapping[str, Any]) -> dict[str, Any]:
-        """Complete ``record`` (v, id, ts, prev, hash), write it, and return it.
+        """Complete ``record`` (v, id, ts, prev, seq, hash), write it, and return it.
 
         ``record`` is one of the models of :mod:`lingyi.log.records` or its JSON object.
+        Raises :class:`LogError` when it cannot be written whole (nothing is then written).
         """
         data = record.to_log() if isinstance(record, RecordModel) else dict(record)
-        data = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now(), **data}
+        data = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now(), **redact_record(data)}
         try:
             with self._mutex:
                 self._write_locked(data)
         except OSError as exc:
+            self._known_end = -1  # the file may not be what we think: read its tail again
             raise LogError(f"cannot write the verification log {self.path}: {exc}") from exc
         return data
 
@@ -123,17 +180,60 @@ class VerificationLog:
         size = os.fstat(self._fd).st_size
         prefix = b""
         if size != self._known_end:  # another writer appended, or first write
-            self._last_hash, ends_with_newline = _tail_state(self._fd, size)
-            prefix = b"" if ends_with_newline else b"\n"  # isolate a torn line
-        record["prev"] = self._last_hash
-        body = canonical(record)
-        if may_hold_secret(body):  # the text is needed for the hash anyway: look once
-            record.update(redact(record))
-            body = canonical(record)
-        record["hash"] = hashlib.sha256(body.encode()).hexdigest()
-        line = prefix + (body[:-1] + f',"hash":"{record["hash"]}"}}\n').encode()
-        _write_all(self._fd, line)
-        if self.fsync:
-            os.fsync(self._fd)
-        self._known_end = size + len(line)
-        self._last_hash = record["hash"]
+            self._tail = self._read_tail(size)
+            prefix = b"" if self._tail.newline else b"\n"  # isolate a torn line
+        tail = self._tail
+        lines = [self._rotation(tail)] if self._must_rotate(tail) else []
+        lines.append(self._chain(record, tail))
+        data = prefix + b"".join(lines)
+        append_line(self._fd, data, size, fsync=self.options.fsync)
+        self._anchor(size, tail)
+        self._known_end = size + len(data)
+
+    def _read_tail(self, size: int) -> _Tail:
+        tail = _tail_state(self._fd, size)
+        if tail.seq is None:
+            tail.seq = _count_hashed(self.path)
+        return tail
+
+    def _anchor(self, size: int, tail: _Tail) -> None:
+        """Write the checkpoint of what was just appended; if it fails, take that back."""
+        if self._checkpoints is None:
+            return
+        try:
+            self._checkpoints.append(
+                tail.seq or 0, tail.hash, self.options.keys, self.options.fsync
+            )
+        except OSError as exc:
+            take_back(self._fd, size)
+            where = self._checkpoints.path
+            raise OSError(exc.errno, f"cannot write the log checkpoints {where}: {exc}") from exc
+
+    def _must_rotate(self, tail: _Tail) -> bool:
+        keys = self.options.keys
+        return keys is not None and tail.key_id != keys.current.key_id
+
+    def _rotation(self, tail: _Tail) -> bytes:
+        """The record that changes the chain's key (or starts keying it): keyed with the new
+        key, naming the old one, so the change is part of what the chain proves."""
+        keys = self.options.keys
+        assert keys is not None
+        record = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now(), "kind": ROTATION}
+        record |= {"from": tail.key_id, "to": keys.current.key_id}
+        return self._chain(record, tail)
+
+    def _chain(self, record: dict[str, Any], tail: _Tail) -> bytes:
+        """Link ``record`` to ``tail``, hash (or MAC) it, and move ``tail`` on to it."""
+        keys, limit = self.options.keys, self.options.max_field_bytes
+        record["prev"] = tail.hash
+        record["seq"] = (tail.seq or 0) + 1
+        if keys is not None:
+            record["key_id"] = keys.current.key_id
+        body = canonical(record).encode()
+        if limit and len(body) > limit:  # no field can be over the limit if all fit in it
+            record.update(limit_record(record, limit))
+            body = canonical(record).encode()
+        digest = keys.current.record_mac(body) if keys else hashlib.sha256(body).hexdigest()
+        record["hash"] = digest
+        tail.hash, tail.seq, tail.key_id = digest, record["seq"], record.get("key_id")
+        return body[:-1] + b',"hash":"' + digest.encode() + b'"}\n'

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lingyi.config import Config
+from lingyi.log.setup import log_keys
 from lingyi.report.charts import nice_ceiling
 from lingyi.report.figures import num, pct
 from lingyi.report.html import render_html
@@ -34,7 +35,7 @@ _RENDERERS = {"md": render_markdown, "html": render_html}
 def weekly_stats(config: Config, week: str | None = None, tz: str | None = None) -> dict[str, Any]:
     """The stats JSON of one ISO week (default: the last full week) in the zone."""
     window = week_window(week, resolve_zone(tz, config))
-    return compute_stats(config.log_path, window)
+    return compute_stats(config.log_path, window, keys=log_keys(config))
 
 
 def weekly_report_markdown(

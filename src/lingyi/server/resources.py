@@ -15,11 +15,12 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import Completion, ResourceTemplateReference
 
 from lingyi import messages
-from lingyi.log import tail_records
+from lingyi.log import limit_record, tail_records
 from lingyi.policy import MemberPolicy
 from lingyi.server.app import ConnectionScope, GuardApp
 
 RECENT_LOG_RECORDS = 50
+RECENT_FIELD_BYTES = 16384  # how much of a value the resource shows when the log has no limit
 
 
 def add_resources(server: MCPServer[ConnectionScope], app: GuardApp) -> None:
@@ -47,7 +48,9 @@ def add_resources(server: MCPServer[ConnectionScope], app: GuardApp) -> None:
         mime_type="application/json",
     )
     def recent_log() -> str:
-        return json.dumps(recent_records(app.config.log_path), ensure_ascii=False, indent=2)
+        limit = app.config.raw.log.max_field_bytes or RECENT_FIELD_BYTES
+        records = recent_records(app.config.log_path, max_field_bytes=limit)
+        return json.dumps(records, ensure_ascii=False, indent=2)
 
     @server.resource(
         "lingyi://report/weekly",
@@ -81,6 +84,13 @@ def policy_view(policy: MemberPolicy) -> dict[str, Any]:
     }
 
 
-def recent_records(path: Path, count: int = RECENT_LOG_RECORDS) -> list[dict[str, Any]]:
-    """The last ``count`` readable records, oldest first, read backwards (any record size)."""
-    return tail_records(path, count)
+def recent_records(
+    path: Path, count: int = RECENT_LOG_RECORDS, *, max_field_bytes: int = RECENT_FIELD_BYTES
+) -> list[dict[str, Any]]:
+    """The last ``count`` readable records, oldest first, read backwards (any record size).
+
+    A record written before the size limit, or with none, can be megabytes; it is shown cut
+    as the writer would store it (:func:`~lingyi.log.limit_record`), so one big record
+    cannot make the resource too big to send or to read.
+    """
+    return [limit_record(r, max_field_bytes) for r in tail_records(path, count)]

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Any
 
+import structlog
 from jsonschema import Draft202012Validator
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
@@ -31,7 +32,7 @@ from pydantic import ConfigDict
 
 from lingyi import messages
 from lingyi.checks.tool import describe_problems
-from lingyi.errors import ConfigError
+from lingyi.errors import ConfigError, LingyiError, LogError
 from lingyi.models import Assertion, AssertionType, ToolCall
 from lingyi.policy import (
     ArgProblem,
@@ -44,7 +45,18 @@ from lingyi.policy import (
 from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
 from lingyi.server.executors import IMPLEMENTATIONS, Implementation, search
 from lingyi.server.notifications import notify
-from lingyi.server.wire import Guarded, PostedMessage, Reply, SearchHits, Verdict, refusal, success
+from lingyi.server.wire import (
+    Guarded,
+    PostedMessage,
+    Reply,
+    SearchHits,
+    Verdict,
+    log_failure,
+    refusal,
+    success,
+)
+
+log = structlog.get_logger()
 
 GUARD_NOTE = (
     "Guarded by LingYi Guard: verified before it runs and logged. A rejection returns an "
@@ -197,7 +209,10 @@ def _guarded(name: str, execute: Executor) -> ToolFn:
         caller = caller_of(ctx.request_context)
         # One worker thread runs verify → execute → record: a cancelled request (client gone,
         # SIGTERM) waits for it, so nothing is half done and no written record is lost.
-        reply = await app.in_thread(app.run_tool, caller, name, arguments, execute)
+        try:
+            reply = await app.in_thread(app.run_tool, caller, name, arguments, execute)
+        except LogError as exc:  # nothing ran: the record comes first
+            reply = _unlogged(app, name, arguments, exc, wrap=True)
         await notify(ctx, caller, name, reply)
         return reply.result
 
@@ -218,13 +233,27 @@ def _own_tool(name: str, work: Work, wrap: bool) -> Callable[[ToolTable], ToolFn
                 verdict = _refused_arguments(app, spec, problems, arguments)
                 reply = refusal(Guarded(verdict=verdict) if wrap else verdict)
             else:
-                reply = await app.in_thread(work, app, caller, arguments)
+                try:
+                    reply = await app.in_thread(work, app, caller, arguments)
+                except LogError as exc:  # nothing was posted: the record comes first
+                    reply = _unlogged(app, name, arguments, exc, wrap=wrap)
             await notify(ctx, caller, name, reply)
             return reply.result
 
         return call
 
     return bind
+
+
+def _unlogged(
+    app: GuardApp, tool: str, arguments: dict[str, Any], exc: LogError, *, wrap: bool
+) -> Reply:
+    """The answer when a verification could not be logged: the operator is told on stderr,
+    the client gets an error result naming the log; the server goes on serving."""
+    log.error("log.unwritable", tool=tool, error=str(exc))
+    owner = app.policies.tool_owner(tool)
+    member = owner.id if owner else str(arguments.get("member", ""))
+    return log_failure(app.config.language, member, str(exc), wrap=wrap)
 
 
 def _verify(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
@@ -262,9 +291,12 @@ def _stats_tool(table: ToolTable) -> ToolFn:
             return _error({"error": reason, "recommendation": hint})
         member = app.policies.resolve(arguments.get("member") or "")
         days = arguments.get("days", 7)
-        figures = await app.in_thread(
-            lambda: stats_for(app.config, days=days, member=member.id if member else None)
-        )
+        try:
+            figures = await app.in_thread(
+                lambda: stats_for(app.config, days=days, member=member.id if member else None)
+            )
+        except LingyiError as exc:  # the log cannot be read: say so, keep serving
+            return _error({"error": str(exc)})
         return CallToolResult(content=_json_text(figures), structured_content=figures)
 
     return call

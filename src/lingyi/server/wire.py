@@ -14,6 +14,7 @@ from typing import Any, Generic, Literal, TypeVar
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
+from lingyi import messages
 from lingyi.backends.kb import KBHit
 from lingyi.models import Decision, Fallback, VerificationResult
 
@@ -125,3 +126,25 @@ def success(payload: Verdict | Guarded[Any]) -> Reply:
 def refusal(payload: Verdict | Guarded[Any]) -> Reply:
     """isError with the structured verdict: the model reads why and what to do instead."""
     return _reply(payload, is_error=True)
+
+
+LOG_UNWRITABLE = "log.unwritable"
+
+
+def log_failure(language: str, member: str, error: str, *, wrap: bool) -> Reply:
+    """The tool did not run because its verification could not be logged (fail closed).
+
+    An error result in the tool's own output shape, like a rejection, so the client reads
+    what happened and that nothing ran; ``wrap``: the tool answers a :class:`Guarded`.
+    """
+    verdict = Verdict(
+        verification_id=None,
+        member=member,
+        decision="rejected",
+        codes=[LOG_UNWRITABLE],
+        reason=f"[{LOG_UNWRITABLE}] "
+        + messages.text(language, f"{LOG_UNWRITABLE}.fail", error=error),
+        recommendation=messages.text(language, f"{LOG_UNWRITABLE}.hint"),
+        error=error,
+    )
+    return refusal(Guarded(verdict=verdict) if wrap else verdict)

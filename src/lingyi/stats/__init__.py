@@ -21,7 +21,9 @@ from typing import Any
 import structlog
 
 from lingyi.config import Config
+from lingyi.log.keys import KeyRing
 from lingyi.log.records import normalise_ts, ts_key
+from lingyi.log.setup import log_keys
 from lingyi.stats.aggregate import (
     APPROVED,
     DECISIONS,
@@ -62,14 +64,16 @@ def compute_stats(
     member: str | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
+    keys: KeyRing | None = None,
 ) -> dict[str, Any]:
     """Stats of the log at ``path`` over ``window``, streaming (``docs/stats-json.md``).
 
     ``workers`` forces the number of chunks (1 = a single pass in this process); by default
     a log over 256 MB is read by worker processes. ``progress(bytes done, bytes total)`` is
-    called from this thread as the pass goes on, last with ``(total, total)``.
+    called from this thread as the pass goes on, last with ``(total, total)``. ``keys``:
+    the log's keys, so that ``integrity.chain_ok`` checks MACs as ``lingyi log verify`` does.
     """
-    agg = run_pass(path, window, member, workers, progress)
+    agg = run_pass(path, window, member, workers, progress, keys)
     if agg.pending_subjects:
         agg.backfill_subjects(path)
     result = StatsView(agg).as_json()
@@ -94,7 +98,8 @@ def stats_for(
 ) -> dict[str, Any]:
     """The ``lingyi stats --days N --json`` figures (for the MCP ``verification_stats`` tool)."""
     window = days_window(days, resolve_zone(tz, config))
-    return compute_stats(config.log_path, window, member=member, progress=progress)
+    keys = log_keys(config)
+    return compute_stats(config.log_path, window, member=member, progress=progress, keys=keys)
 
 
 __all__ = [

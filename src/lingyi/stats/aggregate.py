@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, Problem, tail_match
+from lingyi.log.keys import KeyRing
 from lingyi.log.reader import LogLine, decode_line, read_log
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind, subject_of, ts_key
 from lingyi.stats.histogram import LatencyHistogram
@@ -139,13 +140,17 @@ class Aggregator:
     """One streaming pass over the log; ``result()`` gives the stable JSON."""
 
     def __init__(
-        self, window: Window, member: str | None = None, prev: str | None = GENESIS
+        self,
+        window: Window,
+        member: str | None = None,
+        prev: str | None = GENESIS,
+        keys: KeyRing | None = None,
     ) -> None:
         self.window, self.member = window, member
         self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
         self.day_keys = window.day_keys()
         self.integrity = Integrity()
-        self.chain = ChainVerifier(prev)
+        self.chain = ChainVerifier(prev, keys)  # with the log's keys: log verify's verdict
         self.groups: dict[str, dict[str, Tally]] = {
             k: {} for k in ("member", "type", "tool", "code")
         }

@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 
 from lingyi.log.chain import GENESIS
+from lingyi.log.keys import KeyRing
 from lingyi.log.reader import raw_lines
 from lingyi.stats.aggregate import Aggregator
 from lingyi.stats.window import Window
@@ -47,6 +48,7 @@ class Task:
     end: int | None
     window: Window
     member: str | None
+    keys: KeyRing | None = None  # the log's keys: MACs checked as log verify does
 
 
 def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[Aggregator, int]:
@@ -54,7 +56,7 @@ def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[
 
     ``report(index, bytes done in this range)`` is called every :data:`PROGRESS_BYTES`.
     """
-    agg = Aggregator(task.window, task.member, GENESIS if task.start == 0 else None)
+    agg = Aggregator(task.window, task.member, GENESIS if task.start == 0 else None, task.keys)
     lineno = reported = done = 0
     for lineno, _, raw in raw_lines(task.path, task.start, task.end):
         done += len(raw)
@@ -72,6 +74,7 @@ def run_pass(
     member: str | None,
     workers: int | None = None,
     progress: Progress | None = None,
+    keys: KeyRing | None = None,
 ) -> Aggregator:
     """The aggregator of the whole log at ``path`` (a missing log counts as empty)."""
     try:
@@ -79,7 +82,7 @@ def run_pass(
     except FileNotFoundError:
         size = 0
     tasks = [
-        Task(i, path, a, b, window, member)
+        Task(i, path, a, b, window, member, keys)
         for i, (a, b) in enumerate(_split(path, size, workers or _auto_workers(size)))
     ]
     meter = _Meter(size, len(tasks), progress)
