@@ -17,6 +17,7 @@ from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
 from lingyi.errors import PolicyError
+from lingyi.kinds import kind_of
 from lingyi.layer import ConstraintLayer, Judge, Scope
 from lingyi.ledger import Ledger
 from lingyi.log import VerificationLog, verification_record
@@ -129,6 +130,8 @@ class Guard:
         other). ``scope`` is the request's policy snapshot and principal (see ``Scope``).
         """
         result = self.layer.verify(assertion, ledger, **scope)
+        if (kind := kind_of(assertion.type.value)) is not None:
+            result.outputs = kind.finish(assertion, result, ledger.open(assertion.session))
         self.log.append(verification_record(assertion, result, self.source, result.member))
         if found := result.found:
             ledger.record(assertion.session, result.member or assertion.member, "lookup", {}, found)

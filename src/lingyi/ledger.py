@@ -114,6 +114,9 @@ class SessionLedger:
         self._postings: dict[str, dict[str, deque[Item]]] = {}
         self._seq = 0
         self._hex_prefix: dict[str, list[str]] = {}  # first 7 hex digits → full ids
+        # What kinds of input keep per session (a conclusion's revisions, an answer's attempts,
+        # a task's calls): small counters and notes, dropped with the session.
+        self.state: dict[str, Any] = {}
 
     def add(self, entry: LedgerEntry) -> None:
         self.entries.append(entry)
@@ -233,6 +236,11 @@ class Ledger:
 
     def session(self, session: str) -> SessionLedger:
         return self._sessions.get(session) or _EMPTY
+
+    def open(self, session: str) -> SessionLedger:
+        """The session's ledger, created when it has none yet (to keep state in it)."""
+        with self._lock:
+            return self._sessions.setdefault(session, SessionLedger())
 
     def work_evidence(self, session: str, member: str) -> list[LedgerEntry]:
         """What ``member``'s tools recorded in ``session``: evidence of its work there only."""

@@ -12,6 +12,10 @@ class AssertionType(StrEnum):
     FACT = "fact"
     ACTION = "action"
     COMMUNICATION = "communication"
+    # Structured inputs (lingyi.kinds): set by their entry points, never chosen by a caller
+    # of verify_assertion, whose schema offers only the three above.
+    CONCLUSION = "conclusion"
+    ANSWER = "answer"
 
 
 class Decision(StrEnum):
@@ -65,6 +69,8 @@ class Assertion(BaseModel):
     evidence_ids: list[str] = Field(default_factory=list)
     session: str = "default"
     context: dict[str, Any] = Field(default_factory=dict)
+    # The structured part of a conclusion or an answer (see lingyi.kinds); empty otherwise.
+    payload: dict[str, Any] = Field(default_factory=dict)
 
 
 class Principal(BaseModel):
@@ -122,6 +128,8 @@ class VerificationResult(BaseModel):
     # The steps that changed the content before the checks (lingyi.text): the log keeps the
     # original and records these, so a reviewer sees that the text was normalised.
     normalization: list[str] = Field(default_factory=list)
+    # What a kind adds after the decision (a conclusion's route, an answer's sources).
+    outputs: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def failed_codes(self) -> list[str]:

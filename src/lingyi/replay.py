@@ -18,8 +18,9 @@ from lingyi._validation import problems
 from lingyi.council import CouncilMessage, MemoryCouncil
 from lingyi.errors import TranscriptError
 from lingyi.guard import Guard
+from lingyi.kinds import kind_names, kind_of
 from lingyi.ledger import Ledger
-from lingyi.models import Assertion, Decision, Evidence, VerificationResult
+from lingyi.models import Assertion, AssertionType, Decision, Evidence, VerificationResult
 
 
 @dataclass
@@ -43,6 +44,7 @@ def output_line(result: VerificationResult) -> dict[str, Any]:
             {"stage": c.stage.value, "code": c.code, "passed": c.passed, "reason": c.reason}
             for c in result.checks
         ],
+        **result.outputs,  # a conclusion's route, an answer's sources (lingyi.kinds)
     }
 
 
@@ -112,8 +114,11 @@ class Replayer:
             self._council_message(event)
         elif kind == "assertion":
             return None if self._context_only else self._assertion(event)
+        elif (structured := kind_of(kind)) is not None:
+            return None if self._context_only else self._verify(structured.assertion(event), event)
         else:
-            raise ValueError(f"unknown event {kind!r} (tool_result, council_message, assertion)")
+            known = ", ".join(["tool_result", "council_message", "assertion", *kind_names()])
+            raise ValueError(f"unknown event {kind!r} ({known})")
         return None
 
     def _tool_result(self, event: dict[str, Any]) -> None:
@@ -132,10 +137,21 @@ class Replayer:
 
     def _assertion(self, event: dict[str, Any]) -> dict[str, Any]:
         assertion = Assertion.model_validate(event)
+        if assertion.type.value in _STRUCTURED:  # a conclusion comes as its own event
+            raise ValueError(
+                f"type {assertion.type.value!r} is an event of its own, not an assertion"
+            )
+        return self._verify(assertion, event)
+
+    def _verify(self, assertion: Assertion, event: dict[str, Any]) -> dict[str, Any]:
         out = output_line(self.guard.check(assertion, self.ledger))
         if "expect" in event:
             out["expect"] = event["expect"]
         return out
+
+
+# Assertion types that only their own events (and tools) may produce: they carry a payload.
+_STRUCTURED = {AssertionType.CONCLUSION.value, AssertionType.ANSWER.value}
 
 
 class ToolResultEvent(BaseModel):

@@ -16,6 +16,7 @@ from lingyi.cli.replay import transcript_lines
 from lingyi.council import MemoryCouncil
 from lingyi.errors import LingyiError
 from lingyi.guard import Guard, kb_lookup, open_kb
+from lingyi.kinds import kind_of
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, VerificationResult
 from lingyi.replay import Replayer, output_line
@@ -90,6 +91,21 @@ def _ledger(app: App, guard: Guard, context: str | None) -> Ledger:
     return replayer.ledger
 
 
+def _from_json(text: str) -> Assertion:
+    """An assertion, or a conclusion or answer in the shape of its replay event (lingyi.kinds)."""
+    try:
+        given = json.loads(text)
+    except ValueError as exc:
+        raise LingyiError(f"stdin: not valid JSON: {exc}") from exc
+    kind = kind_of(str(given.get("type"))) if isinstance(given, dict) else None
+    try:
+        return kind.assertion(given) if kind is not None else Assertion.model_validate(given)
+    except ValidationError as exc:
+        raise input_error("stdin", exc, Assertion) from exc
+    except ValueError as exc:
+        raise LingyiError(f"stdin: {exc}") from exc
+
+
 def assertion_from(
     *,
     from_stdin: bool,
@@ -103,10 +119,7 @@ def assertion_from(
 ) -> Assertion:
     """The assertion: JSON from stdin, or built from the flags."""
     if from_stdin:
-        try:
-            return Assertion.model_validate_json(sys.stdin.read())
-        except ValidationError as exc:
-            raise input_error("stdin", exc, Assertion) from exc
+        return _from_json(sys.stdin.read())
     if not member or (not content and not tool):
         raise LingyiError("give --member and --content (and --tool for an action), or --stdin")
     call = {"name": tool, "arguments": _arguments(args_json)} if tool else None

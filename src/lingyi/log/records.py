@@ -105,8 +105,10 @@ class VerificationRecord(RecordModel):
     # Written only when there is something to say (records stay compact, older ones valid):
     uncertain: list[str] | None = None  # codes of checks that could not decide
     normalized: list[str] | None = None  # steps that changed the content before the checks
+    outputs: dict[str, Any] | None = None  # what a conclusion or an answer adds (lingyi.kinds)
+    payload: dict[str, Any] | None = None  # the structured input of a conclusion or an answer
 
-    OMIT_IF_NONE = ("member_as_given", "uncertain", "normalized")
+    OMIT_IF_NONE = ("member_as_given", "uncertain", "normalized", "outputs", "payload")
 
 
 class Subject(BaseModel):
@@ -188,6 +190,10 @@ def verification_record(
         given["uncertain"] = unsure
     if result.normalization:
         given["normalized"] = list(result.normalization)
+    if result.outputs:
+        given["outputs"] = result.outputs
+    if assertion.payload:
+        given["payload"] = assertion.payload
     tool, fallback = assertion.tool_call, result.fallback
     return {
         "id": result.id,

@@ -1,0 +1,73 @@
+"""Kinds of input beyond single assertions: structured conclusions and answers.
+
+A kind turns its input (a replay event, an MCP tool's arguments, a CLI file) into an
+:class:`~lingyi.models.Assertion` whose ``type`` is the kind's name and whose ``payload`` holds
+the structured part, so the one constraint layer verifies it: content checks (medical advice,
+relays, URLs, predictions) run on its text like on any assertion, and the kind's own checks
+(``types = ["conclusion"]`` in a policy) read the payload. After the decision the kind adds its
+outputs (a conclusion's retry ``route``, an answer's ``sources``), which the log keeps and
+replay prints beside the contract's fields.
+
+A kind registers itself with :func:`register_kind`; :func:`kind_of` finds it by name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from lingyi.ledger import SessionLedger
+    from lingyi.models import Assertion, VerificationResult
+
+
+class Kind(Protocol):
+    """What a kind of input must provide."""
+
+    name: str
+
+    def assertion(self, given: dict[str, Any]) -> Assertion:
+        """The assertion to verify, from the input as given (raises ValueError when invalid)."""
+        ...
+
+    def finish(
+        self, assertion: Assertion, result: VerificationResult, session: SessionLedger
+    ) -> dict[str, Any]:
+        """Outputs of this kind once the layer decided (and any state it keeps per session)."""
+        ...
+
+
+_KINDS: dict[str, Kind] = {}
+
+
+def register_kind(kind: Kind) -> Kind:
+    if kind.name in _KINDS and _KINDS[kind.name] is not kind:
+        raise ValueError(f"kind {kind.name!r} is registered twice")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def kind_of(name: str) -> Kind | None:
+    """The kind registered under ``name`` (built-in kinds load on first use)."""
+    _load_builtin()
+    return _KINDS.get(name)
+
+
+def kind_names() -> list[str]:
+    _load_builtin()
+    return sorted(_KINDS)
+
+
+def _load_builtin() -> None:
+    """Import the modules whose import registers the built-in kinds (none missing is fatal)."""
+    import importlib
+
+    for module in _BUILTIN:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+# The packages of the built-in kinds; a kind that is not installed yet is simply absent.
+_BUILTIN = ("lingyi.conclusions", "lingyi.answers")
