@@ -114,7 +114,7 @@ def test_verify_json_from_stdin_with_context() -> None:
     ("args", "stdin", "message"),
     [
         (["--stdin"], "{not json", "stdin: -: Invalid JSON"),
-        (["--stdin"], '{"member": "lingyi", "type": "opinion"}', 'stdin: type: "opinion" is not allowed; valid values: fact, action, communication'),
+        (["--stdin"], '{"member": "lingyi", "type": "opinion"}', 'stdin: type: "opinion" is not allowed; valid values: fact, action, communication, conclusion, answer'),
         (["--member", "lingzhi", "--tool", "search_knowledge", "--args", "{x"], None, "--args: not valid JSON"),
         (["--member", "lingzhi", "--tool", "search_knowledge", "--args", "[1]"], None, "--args: must be a JSON object"),
         (["--content", "x"], None, "give --member and --content"),

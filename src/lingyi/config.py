@@ -212,6 +212,17 @@ class JudgeSection(_Strict):
     )
 
 
+class LimitsSection(_Strict):
+    """Bounds that keep one request from costing the guard seconds of work."""
+
+    max_text_chars: int = Field(
+        8000,
+        ge=100,
+        description="Longest content or text argument the checks read. A longer one is "
+        "rejected (pre.size) and only its first max_text_chars characters are analysed.",
+    )
+
+
 class ConfigFile(_Strict):
     """Keys at the top of lingyi.toml, before any table."""
 
@@ -228,6 +239,7 @@ class ConfigFile(_Strict):
         default_factory=dict, description="Registered data sources, by name."
     )
     evidence: EvidenceSection = Field(default_factory=EvidenceSection)
+    limits: LimitsSection = Field(default_factory=LimitsSection)
     server: ServerSection = Field(default_factory=ServerSection)
     judge: JudgeSection = Field(default_factory=JudgeSection)
 

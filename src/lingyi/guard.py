@@ -53,6 +53,7 @@ def services_from(config: Config, lookups: dict[str, Lookup] | None = None) -> S
         if ev.trace_backend_url
         else None,
         lookups=lookups or {},
+        max_text_chars=config.raw.limits.max_text_chars,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Literal, Protocol, TypedDict, Unpack
+from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import structlog
 
@@ -96,10 +96,11 @@ class ConstraintLayer:
         lang = (member.language if member else None) or self.language
         checks = identity_checks(assertion, member, snapshot, principal, lang)
         if member is not None and not any(c.blocking for c in checks):
-            ctx = CheckContext(
-                assertion, member, snapshot, ledger, self.council, self.services, lang
-            )
+            bounded, oversize = bound_texts(assertion, self.services.max_text_chars)
+            ctx = CheckContext(bounded, member, snapshot, ledger, self.council, self.services, lang)
             checks += self._run(ctx)
+            if oversize:
+                checks.insert(0, _too_large(oversize, self.services.max_text_chars, lang))
             result = decide(assertion, checks, lang)
             result.normalization = list(ctx.canon.changes) if assertion.content else []
         else:
@@ -143,6 +144,47 @@ class ConstraintLayer:
             for r in results
         ]
         return settled + ([verdict] if verdict else [])
+
+
+# --- size: what the checks read is bounded ------------------------------------------------
+
+
+def bound_texts(assertion: Assertion, limit: int) -> tuple[Assertion, list[str]]:
+    """The assertion with every text cut at ``limit`` characters, for the checks to read,
+    and the fields that were longer. The log keeps the original; the cut copy only keeps one
+    hostile request from costing seconds of analysis (it is rejected by ``pre.size``)."""
+    long: list[str] = []
+    content = _cut(assertion.content, limit, "content", long)
+    call = assertion.tool_call
+    args = _cut(call.arguments, limit, "tool_call.arguments", long) if call else None
+    if not long:
+        return assertion, []
+    update: dict[str, object] = {"content": content}
+    if call is not None:
+        update["tool_call"] = call.model_copy(update={"arguments": args})
+    return assertion.model_copy(update=update), long
+
+
+def _cut(value: Any, limit: int, where: str, long: list[str]) -> Any:
+    if isinstance(value, str):
+        if len(value) > limit:
+            long.append(f"{where} ({len(value)})")
+            return value[:limit]
+        return value
+    if isinstance(value, dict):
+        return {k: _cut(v, limit, f"{where}.{k}", long) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v, limit, f"{where}[{i}]", long) for i, v in enumerate(value)]
+    return value
+
+
+def _too_large(fields: list[str], limit: int, lang: str) -> CheckResult:
+    return _identity_result(
+        "pre.size",
+        False,
+        messages.text(lang, "pre.size.fail", fields=", ".join(fields), limit=limit),
+        messages.text(lang, "pre.size.hint", limit=limit),
+    )
 
 
 # --- who is speaking: checks that run before any policy of the member ----------------------

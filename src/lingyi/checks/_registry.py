@@ -86,6 +86,7 @@ class Services:
     trace_lookup: Callable[[str], bool] | None = None
     # Active verification: subject lookups by name (e.g. "knowledge_base" → search the KB).
     lookups: dict[str, Callable[[str], list[Evidence]]] = field(default_factory=dict)
+    max_text_chars: int = 8000  # longer texts are rejected (pre.size) and read only this far
 
 
 @dataclass

@@ -96,7 +96,7 @@ def _from_json(text: str) -> Assertion:
     try:
         given = json.loads(text)
     except ValueError as exc:
-        raise LingyiError(f"stdin: not valid JSON: {exc}") from exc
+        raise LingyiError(f"stdin: -: Invalid JSON: {exc}") from exc
     kind = kind_of(str(given.get("type"))) if isinstance(given, dict) else None
     try:
         return kind.assertion(given) if kind is not None else Assertion.model_validate(given)
