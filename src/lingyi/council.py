@@ -3,14 +3,23 @@
 A claim about what another member said is checked against this record. The default
 record is an append-only JSONL file shared by every process of a deployment; replay
 uses an in-memory record filled only by the transcript.
+
+The record is indexed by member and by term (:class:`RecordIndex`): checking a relay looks
+up the few messages of that member that share its terms, so its cost does not grow with
+the record.
 """
 
 from __future__ import annotations
 
+import bisect
 import fcntl
+import heapq
 import json
 import os
+import re
 import threading
+from collections import Counter
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -18,6 +27,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lingyi._ids import new_id, utc_now
+from lingyi.text import arabic_numerals, canonical_text
 
 log = structlog.get_logger()
 
@@ -36,12 +46,94 @@ class CouncilRecord(Protocol):
 
     def append(self, message: CouncilMessage) -> None: ...
 
+    def search(
+        self, senders: Collection[str], terms: Sequence[Collection[str]], limit: int
+    ) -> list[CouncilMessage]: ...
+
+
+_LATIN = re.compile(r"[a-z][a-z0-9_\-]*")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+STEM = 6  # Latin words are indexed by their first letters: audit, audits, audited
+
+
+def index_terms(text: str) -> set[str]:
+    """The terms a text is found by: Latin word stems, numbers, Chinese bigrams (canonical)."""
+    text = arabic_numerals(canonical_text(text))
+    found = {w[:STEM] for w in _LATIN.findall(text)}
+    found |= {n.replace(",", "") for n in _NUMBER.findall(text)}
+    for run in _CJK_RUN.findall(text):
+        found |= {run} if len(run) == 1 else {run[i : i + 2] for i in range(len(run) - 1)}
+    return found
+
+
+class RecordIndex:
+    """Texts by owner, with an inverted index of their terms.
+
+    :meth:`search` ranks an owner's texts by how many of the query's term groups they hit
+    (a group is one thing the query says, in all the forms it may take). It walks the
+    rarest groups first and stops adding candidates after ``budget`` postings, so a query of
+    common words against a large record costs the same as against a small one.
+    """
+
+    def __init__(self, budget: int = 2048) -> None:
+        self._items: list[tuple[str, object]] = []  # (owner, item)
+        self._postings: dict[tuple[str, str], list[int]] = {}
+        self._counts: Counter[str] = Counter()
+        self.budget = budget
+
+    def add(self, owner: str, text: str, item: object) -> None:
+        number = len(self._items)
+        self._items.append((owner, item))
+        self._counts[owner] += 1
+        for term in index_terms(text):
+            self._postings.setdefault((owner, term), []).append(number)
+
+    def count(self, owner: str) -> int:
+        return self._counts[owner]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def search(
+        self, owners: Collection[str], terms: Sequence[Collection[str]], limit: int
+    ) -> list[object]:
+        """The items of ``owners`` hitting most term groups, most recent first among equals."""
+        groups = [self._lists(owners, group) for group in terms]
+        scores: Counter[int] = Counter()
+        spent = 0
+        for lists in sorted((g for g in groups if g), key=lambda g: sum(map(len, g))):
+            size = sum(map(len, lists))
+            if spent + size <= self.budget:
+                hits = set().union(*lists)
+                spent += size
+            elif scores:  # a common term: it only ranks the candidates found so far
+                top = [n for n, _ in scores.most_common(self.RERANK)]
+                hits = {n for n in top if any(_holds(p, n) for p in lists)}
+            else:  # nothing rare in the query: the most recent texts with its commonest term
+                hits = set().union(*(p[-self.budget :] for p in lists))
+                spent += self.budget
+            scores.update(hits)
+        best = heapq.nlargest(limit, scores.items(), key=lambda kv: (kv[1], kv[0]))
+        return [self._items[n][1] for n, _ in best]
+
+    RERANK = 64
+
+    def _lists(self, owners: Collection[str], group: Collection[str]) -> list[list[int]]:
+        return [p for o in owners for t in group if (p := self._postings.get((o, t)))]
+
+
+def _holds(postings: list[int], number: int) -> bool:
+    at = bisect.bisect_left(postings, number)
+    return at < len(postings) and postings[at] == number
+
 
 class MemoryCouncil:
-    """A council record held in memory (replay, tests)."""
+    """A council record held in memory (replay, tests), indexed by sender and term."""
 
     def __init__(self, messages: list[CouncilMessage] | None = None) -> None:
         self._by_member: dict[str, list[CouncilMessage]] = {}
+        self._index = RecordIndex()
         for message in messages or []:
             self.append(message)
 
@@ -50,6 +142,18 @@ class MemoryCouncil:
 
     def append(self, message: CouncilMessage) -> None:
         self._by_member.setdefault(message.sender, []).append(message)
+        self._index.add(canonical_text(message.sender), message.content, message)
+
+    def search(
+        self, senders: Collection[str], terms: Sequence[Collection[str]], limit: int
+    ) -> list[CouncilMessage]:
+        """Messages of ``senders`` (any of a member's names) sharing most of ``terms``."""
+        owners = {canonical_text(s) for s in senders}
+        found = self._index.search(owners, terms, limit)
+        return [m for m in found if isinstance(m, CouncilMessage)]
+
+    def count_from(self, senders: Collection[str]) -> int:
+        return sum(self._index.count(canonical_text(s)) for s in set(senders))
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_member.values())
@@ -68,6 +172,19 @@ class FileCouncil:
         with self._lock:
             self._catch_up()
         return self._memory.messages_from(member)
+
+    def search(
+        self, senders: Collection[str], terms: Sequence[Collection[str]], limit: int
+    ) -> list[CouncilMessage]:
+        """Messages of ``senders`` sharing most of ``terms``, lines other processes wrote too."""
+        with self._lock:
+            self._catch_up()
+            return self._memory.search(senders, terms, limit)
+
+    def count_from(self, senders: Collection[str]) -> int:
+        with self._lock:
+            self._catch_up()
+            return self._memory.count_from(senders)
 
     def append(self, message: CouncilMessage) -> None:
         line = json.dumps(message.model_dump(by_alias=True), ensure_ascii=False) + "\n"
