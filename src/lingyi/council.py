@@ -76,16 +76,20 @@ class RecordIndex:
     common words against a large record costs the same as against a small one.
     """
 
-    def __init__(self, budget: int = 2048) -> None:
+    def __init__(self, budget: int = 512) -> None:
         self._items: list[tuple[str, object]] = []  # (owner, item)
         self._postings: dict[tuple[str, str], list[int]] = {}
         self._counts: Counter[str] = Counter()
+        self._newest: dict[str, list[int]] = {}  # an owner's last items, for a query of nothing
         self.budget = budget
 
     def add(self, owner: str, text: str, item: object) -> None:
         number = len(self._items)
         self._items.append((owner, item))
         self._counts[owner] += 1
+        newest = self._newest.setdefault(owner, [])
+        newest.append(number)
+        del newest[: -self.NEWEST]
         for term in index_terms(text):
             self._postings.setdefault((owner, term), []).append(number)
 
@@ -98,29 +102,44 @@ class RecordIndex:
     def search(
         self, owners: Collection[str], terms: Sequence[Collection[str]], limit: int
     ) -> list[object]:
-        """The items of ``owners`` hitting most term groups, most recent first among equals."""
-        groups = [self._lists(owners, group) for group in terms]
+        """The items of ``owners`` hitting most term groups, most recent first among equals;
+        only those within ``SLACK`` groups of the best (the rest share too little to matter)."""
+        if not terms:  # "he said it is on hold": nothing to look up, the newest items
+            recent = sorted(n for o in set(owners) for n in self._newest.get(o, ()))
+            return [self._items[n][1] for n in recent[-limit:][::-1]]
+        groups = sorted((g for g in (self._lists(owners, t) for t in terms) if g), key=_size)
         scores: Counter[int] = Counter()
-        spent = 0
-        for lists in sorted((g for g in groups if g), key=lambda g: sum(map(len, g))):
-            size = sum(map(len, lists))
-            if spent + size <= self.budget:
-                hits = set().union(*lists)
-                spent += size
-            elif scores:  # a common term: it only ranks the candidates found so far
-                top = [n for n, _ in scores.most_common(self.RERANK)]
-                hits = {n for n in top if any(_holds(p, n) for p in lists)}
-            else:  # nothing rare in the query: the most recent texts with its commonest term
-                hits = set().union(*(p[-self.budget :] for p in lists))
-                spent += self.budget
-            scores.update(hits)
-        best = heapq.nlargest(limit, scores.items(), key=lambda kv: (kv[1], kv[0]))
-        return [self._items[n][1] for n, _ in best]
+        spent, top = 0, None
+        for lists in groups:
+            if top is None and spent + _size(lists) <= self.budget:
+                scores.update(set().union(*lists))  # a rare term: every item that holds it
+                spent += _size(lists)
+                continue
+            if top is None:  # a common term: it only ranks the candidates found so far
+                if not scores:  # nothing rare in the query: the newest items of this term
+                    scores.update(set().union(*(p[-self.budget :] for p in lists)))
+                top = _best(scores, self.RERANK)
+                continue
+            scores.update(n for n in top if any(_holds(p, n) for p in lists))
+        best = _best(scores, limit)
+        floor = scores[best[0]] - self.SLACK if best else 0
+        return [self._items[n][1] for n in best if scores[n] >= floor]
 
-    RERANK = 64
+    RERANK = 32
+    NEWEST = 16
+    SLACK = 2
 
     def _lists(self, owners: Collection[str], group: Collection[str]) -> list[list[int]]:
         return [p for o in owners for t in group if (p := self._postings.get((o, t)))]
+
+
+def _size(lists: list[list[int]]) -> int:
+    return sum(len(p) for p in lists)
+
+
+def _best(scores: Counter[int], limit: int) -> list[int]:
+    """The highest scores, the newest item (the highest number) first among equals."""
+    return [n for _, n in heapq.nlargest(limit, zip(scores.values(), scores.keys(), strict=True))]
 
 
 def _holds(postings: list[int], number: int) -> bool:

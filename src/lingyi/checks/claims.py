@@ -26,9 +26,10 @@ from lingyi.text._lang import EN_STOP, ZH_STOP_CHARS
 
 # Cue groups of the status lexicon and the light group of the glossary (see their headers).
 LIGHT, FIND = "light", "find"
-NEGATOR, ZERO, PERFECTIVE, PLAIN = "negator", "zero", "perfective", "plain"
+NEGATOR, CEASE, ZERO, PERFECTIVE, PLAIN = "negator", "cease", "zero", "perfective", "plain"
 DONE, OPEN = "progress.done", "progress.open"
-_CUES = frozenset({NEGATOR, ZERO, PERFECTIVE, PLAIN})
+_CUES = frozenset({NEGATOR, CEASE, ZERO, PERFECTIVE, PLAIN})
+_NEGATING = (NEGATOR, CEASE, ZERO)
 NOTHING = "c:*"  # "found nothing": none of anything
 
 
@@ -258,6 +259,11 @@ def alternatives(unit: str) -> list[str]:
     return unit.split("|")
 
 
+def expanded(units: Iterable[str]) -> frozenset[str]:
+    """Units with each term of several groups counted as each of them."""
+    return frozenset(a for u in units for a in alternatives(u))
+
+
 def _form(term: str) -> str:
     return arabic_numerals(canonical_text(term.strip().rstrip("*"))).strip()
 
@@ -304,12 +310,15 @@ def _spans(text: str) -> list[tuple[int, int]]:
             merged[-1], appositive = (merged[-1][0], b), True
         elif merged and appositive and _PREDICATE.match(text, a):
             merged[-1], appositive = (merged[-1][0], b), False  # "…, the power fix, is merged"
+        elif merged and _ONLY_NUMBERS.match(text[a:b]):
+            merged[-1] = (merged[-1][0], b)  # "C is ahead, 0.91 vs 0.88": the numbers of it
         else:
             merged.append((a, b))
             appositive = False
     return [s for s in merged if text[s[0] : s[1]].strip()]
 
 
+_ONLY_NUMBERS = re.compile(r"^[\s\d.,%]*\d[\s\d.,%]*(?:(?:vs\.?|versus|to|比|对)[\s\d.,%]+)*$")
 _PREDICATE = re.compile(r"\s*(?:is|are|was|were|has|have|had|will|got)\b")
 _APPOSITIVE = re.compile(r"\s*(?:the|a|an)\s+[a-z0-9\- ]{1,40}$|\s*(?:the|a|an)\s")
 
@@ -432,21 +441,25 @@ def _negations(
     """
     negated: set[str] = set()
     denied: set[str] = set()
-    cues = [h for h in status if h.group in (NEGATOR, ZERO)] + _zeros(text)
+    cues = [h for h in status if h.group in _NEGATING] + _zeros(text)
     for cue in cues:
         if any(
             g.start <= cue.start < cue.end <= g.end and g.end - g.start > cue.end - cue.start
             for g in glossary
         ):
             continue
-        if any(g.group == FIND and cue.end <= g.start <= cue.end + 3 for g in glossary):
-            negated.add(NOTHING)  # 没有找到…, could not find…: nothing was found about it
-            continue
-        target = next((u for pos, u in units if cue.end <= pos <= cue.end + 12), None)
+        start = cue.end
+        found = next(
+            (g for g in glossary if g.group == FIND and start <= g.start <= start + 3), None
+        )
+        if found is not None:  # 没有发现高危问题, could not find…: nothing (of it) was found
+            negated.add(NOTHING)
+            start = found.end
+        target = next((u for pos, u in units if start <= pos <= start + 12), None)
         if target is None:
             if cue.group == ZERO:
                 negated.add(NOTHING)
-        elif target.startswith("c:act."):
+        elif target.startswith("c:act.") and cue.group == NEGATOR:
             denied.add(target)  # 没有修, not pushed: the work is not done (a state, not a unit)
         else:
             negated.add(target)
@@ -503,7 +516,7 @@ def _states(status: list[_Hit], actions: list[_Hit], text: str, denied_act: bool
     """States the clause asserts. A negated done is not done; a perfective with no other
     progress state is done; a negated action is work not done."""
     states: set[str] = set()
-    negators = [h for h in status if h.group in (NEGATOR, ZERO)]
+    negators = [h for h in status if h.group in _NEGATING]
     for hit in status:
         if hit.group in _CUES:
             continue
@@ -573,8 +586,10 @@ def compare(claim: Clause, record: Statement) -> Verdict:
 def _aligned(claim: Clause, record: Statement) -> Clause | None:
     """The record clause that says most of what ``claim`` is about."""
 
+    mine = expanded(claim.units | claim.negated)
+
     def score(c: Clause) -> tuple[int, int]:
-        topic = len((claim.units | claim.negated) & (c.units | c.negated))
+        topic = len(mine & expanded(c.units | c.negated))
         ents = len(claim.entities.versions & c.entities.versions) + len(
             claim.entities.ids & c.entities.ids
         )
@@ -585,7 +600,7 @@ def _aligned(claim: Clause, record: Statement) -> Clause | None:
 
 
 def _shared(claim: Clause, record: Statement) -> int:
-    topic = (claim.units | claim.negated) & (record.units | record.negated)
+    topic = expanded(claim.units | claim.negated) & (record.units | record.negated)
     ents = (claim.entities.versions & record.versions) | (claim.entities.ids & record.ids)
     return len(topic) + len(ents)
 
@@ -666,7 +681,7 @@ def _polarity_agrees(claim: Clause, record: Statement, aligned: Clause | None) -
     about contradicts it when it says the thing plainly, without any negation of its own
     (尚未得出结论 and 目前没有结论 are both negative about the conclusion).
     """
-    near = aligned.units if aligned is not None else frozenset()
+    near = expanded(aligned.units) if aligned is not None else frozenset()
     plain = aligned is not None and not aligned.negated
     for unit in sorted(claim.negated):
         options = alternatives(unit)
@@ -681,7 +696,7 @@ def _polarity_agrees(claim: Clause, record: Statement, aligned: Clause | None) -
             continue
         if any(a in record.counted for a in options) or (plain and any(a in near for a in options)):
             return "negation_differs", {"claim": f"no {_name(unit)}", "record": _name(unit)}
-    for unit in sorted(claim.units):
+    for unit in sorted(claim.units if NOTHING not in claim.negated else ()):
         options = alternatives(unit)
         if any(a in record.negated for a in options) and not any(
             a in record.units for a in options

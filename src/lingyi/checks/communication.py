@@ -36,7 +36,8 @@ class CommunicationParams(CheckParams):
     use_work_evidence: bool = True
     glossary: LexiconRef = "lexicons/glossary.toml"
     status: LexiconRef = "lexicons/status.toml"
-    candidates: int = 8  # records of the member compared in full with each clause
+    candidates: int = 6  # messages of the member compared in full with each clause
+    work_candidates: int = 4  # pieces of recorded work, likewise
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ class _Records:
         work: bool,
     ) -> None:
         self.ctx, self.vocab, self.member = ctx, vocab, member
-        self.limit = params.candidates
+        self.limit, self.work_limit = params.candidates, params.work_candidates
         # Work done ("LingFlow merged PR #12") is backed by evidence that names the member too
         # (an analysis of who posted what); words said only by the member's own record.
         self.owners = [member.id, f"@{member.id}"] if work else [member.id]
@@ -158,7 +159,7 @@ class _Records:
             for m in self.ctx.council.search(self.member.names, terms, self.limit)
         ]
         if self.work is not None:
-            for item in self.work.search(self.owners, terms, self.limit):
+            for item in self.work.search(self.owners, terms, self.work_limit):
                 if isinstance(item, tuple):
                     found.append(Record(str(item[0]), self.vocab.analyse(str(item[1]))))
         return found
