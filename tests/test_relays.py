@@ -77,6 +77,13 @@ SEVERAL = [
         ],
     ),
     (
+        "LingZhi and LingFlow agree: the notes go out Friday.",
+        [
+            ("lingflow", "speech", "the notes go out friday"),
+            ("lingzhi", "speech", "the notes go out friday"),
+        ],
+    ),
+    (
         "灵通说迁移完成了，灵研说样本还差两百条。",
         [("lingflow", "speech", "迁移完成了"), ("lingresearch", "speech", "样本还差两百条")],
     ),

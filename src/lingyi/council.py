@@ -76,7 +76,7 @@ class RecordIndex:
     common words against a large record costs the same as against a small one.
     """
 
-    def __init__(self, budget: int = 512) -> None:
+    def __init__(self, budget: int = 256) -> None:
         self._items: list[tuple[str, object]] = []  # (owner, item)
         self._postings: dict[tuple[str, str], list[int]] = {}
         self._counts: Counter[str] = Counter()
@@ -117,7 +117,7 @@ class RecordIndex:
                 continue
             if top is None:  # a common term: it only ranks the candidates found so far
                 if not scores:  # nothing rare in the query: the newest items of this term
-                    scores.update(set().union(*(p[-self.budget :] for p in lists)))
+                    scores.update(set().union(*(p[-self.RERANK :] for p in lists)))
                 top = _best(scores, self.RERANK)
                 continue
             scores.update(n for n in top if any(_holds(p, n) for p in lists))
@@ -125,7 +125,7 @@ class RecordIndex:
         floor = scores[best[0]] - self.SLACK if best else 0
         return [self._items[n][1] for n in best if scores[n] >= floor]
 
-    RERANK = 32
+    RERANK = 24
     NEWEST = 16
     SLACK = 2
 

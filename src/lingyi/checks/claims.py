@@ -55,6 +55,20 @@ class Clause:
         """Says nothing checkable (a greeting, a lone connective)."""
         return not (self.units or self.negated or self.states or self.entities or self.times)
 
+    @cached_property
+    def topic(self) -> frozenset[str]:
+        """Everything it mentions, either polarity, each term of several groups as each."""
+        return expanded(self.units | self.negated)
+
+    @cached_property
+    def plain_units(self) -> frozenset[str]:
+        return expanded(self.units)
+
+    @cached_property
+    def families(self) -> dict[str, frozenset[str]]:
+        """Its values by family: {"day": {"c:day.monday"}}."""
+        return _by_family(self.units | self.negated)
+
 
 @dataclass(frozen=True)
 class Statement:
@@ -69,6 +83,14 @@ class Statement:
     @cached_property
     def negated(self) -> frozenset[str]:
         return frozenset(a for c in self.clauses for u in c.negated for a in alternatives(u))
+
+    @cached_property
+    def topic(self) -> frozenset[str]:
+        return self.units | self.negated
+
+    @cached_property
+    def families(self) -> dict[str, frozenset[str]]:
+        return _by_family(self.topic)
 
     @cached_property
     def counted(self) -> frozenset[str]:
@@ -559,6 +581,14 @@ def conflicting(a: str, b: str) -> bool:
     return not (a == b or a.startswith(b + ".") or b.startswith(a + "."))
 
 
+def _by_family(units: Iterable[str]) -> dict[str, frozenset[str]]:
+    found: dict[str, set[str]] = {}
+    for unit in units:
+        if (fam := family(unit)) is not None:
+            found.setdefault(fam, set()).add(unit)
+    return {fam: frozenset(values) for fam, values in found.items()}
+
+
 def family(unit: str) -> str | None:
     """The family of a value unit ("c:day.monday" → "day"); actions are no family."""
     if not unit.startswith("c:") or "." not in unit or unit.startswith("c:act.") or "|" in unit:
@@ -586,21 +616,18 @@ def compare(claim: Clause, record: Statement) -> Verdict:
 def _aligned(claim: Clause, record: Statement) -> Clause | None:
     """The record clause that says most of what ``claim`` is about."""
 
-    mine = expanded(claim.units | claim.negated)
+    mine, versions, ids = claim.topic, claim.entities.versions, claim.entities.ids
 
     def score(c: Clause) -> tuple[int, int]:
-        topic = len(mine & expanded(c.units | c.negated))
-        ents = len(claim.entities.versions & c.entities.versions) + len(
-            claim.entities.ids & c.entities.ids
-        )
-        return (topic * 2 + ents, -abs(len(c.text) - len(claim.text)))
+        shared = 2 * len(mine & c.topic) + len(versions & c.entities.versions)
+        return (shared + len(ids & c.entities.ids), -abs(len(c.text) - len(claim.text)))
 
     best = max(record.clauses, key=score, default=None)
     return best if best is not None and score(best)[0] > 0 else None
 
 
 def _shared(claim: Clause, record: Statement) -> int:
-    topic = expanded(claim.units | claim.negated) & (record.units | record.negated)
+    topic = claim.topic & record.topic
     ents = (claim.entities.versions & record.versions) | (claim.entities.ids & record.ids)
     return len(topic) + len(ents)
 
@@ -658,19 +685,15 @@ def _families_agree(claim: Clause, record: Statement, aligned: Clause | None) ->
     Against the clause the claim is about, so does a single value in the wrong slot (周四
     代码冻结 when the record freezes code on 周二 and finalises notes on 周四).
     """
-    mine = claim.units | claim.negated
-    for unit in sorted(mine):
-        fam = family(unit)
-        if fam is None:
-            continue
-        said = {u for u in record.units | record.negated if family(u) == fam}
-        near = {u for u in (aligned.units | aligned.negated if aligned else ()) if family(u) == fam}
-        single = sum(1 for u in mine if family(u) == fam) == 1
-        if (said and unit not in said) or (single and near and unit not in near):
-            return "value_differs", {
-                "claim": _name(unit),
-                "record": _list(map(_name, near or said)),
-            }
+    for fam, mine in sorted(claim.families.items()):
+        said = record.families.get(fam, frozenset())
+        near = aligned.families.get(fam, frozenset()) if aligned else frozenset()
+        for unit in sorted(mine):
+            if (said and unit not in said) or (len(mine) == 1 and near and unit not in near):
+                return "value_differs", {
+                    "claim": _name(unit),
+                    "record": _list(map(_name, near or said)),
+                }
     return None
 
 
@@ -681,7 +704,7 @@ def _polarity_agrees(claim: Clause, record: Statement, aligned: Clause | None) -
     about contradicts it when it says the thing plainly, without any negation of its own
     (尚未得出结论 and 目前没有结论 are both negative about the conclusion).
     """
-    near = expanded(aligned.units) if aligned is not None else frozenset()
+    near = aligned.plain_units if aligned is not None else frozenset()
     plain = aligned is not None and not aligned.negated
     for unit in sorted(claim.negated):
         options = alternatives(unit)

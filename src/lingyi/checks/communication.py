@@ -36,8 +36,8 @@ class CommunicationParams(CheckParams):
     use_work_evidence: bool = True
     glossary: LexiconRef = "lexicons/glossary.toml"
     status: LexiconRef = "lexicons/status.toml"
-    candidates: int = 6  # messages of the member compared in full with each clause
-    work_candidates: int = 4  # pieces of recorded work, likewise
+    candidates: int = 5  # messages of the member compared in full with each clause
+    work_candidates: int = 3  # pieces of recorded work, likewise
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ class _Records:
             Record(m.id, self.vocab.analyse(canonical(m.content).cased))
             for m in self.ctx.council.search(self.member.names, terms, self.limit)
         ]
-        if self.work is not None:
+        if self.work is not None and any(self.work.count(o) for o in self.owners):
             for item in self.work.search(self.owners, terms, self.work_limit):
                 if isinstance(item, tuple):
                     found.append(Record(str(item[0]), self.vocab.analyse(str(item[1]))))

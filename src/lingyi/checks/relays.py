@@ -39,7 +39,7 @@ _SPEECH_EN = (
     r"reported|reports|confirmed|confirms|mentioned|mentions|announced|announces|stated|states|"
     r"noted|notes|claims|claimed|let\s+(?:me|us)\s+know|reckons|reckoned|thinks|believes|"
     r"put\s+it|insisted|admitted|assured\s+(?:me|us)|informed\s+(?:me|us)|updated\s+(?:me|us)|"
-    r"pointed\s+out|"
+    r"pointed\s+out|agreed|agrees|agree|"
     # Verbs that also name work ("posted 611 messages", "added two tests") report speech
     # only when a clause or a quote follows.
     r"(?:wrote|writes|posted|posts|added|shared|flagged|explained|replied|answered)"
