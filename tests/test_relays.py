@@ -43,6 +43,7 @@ SPEECH = [
         [("lingzhi", "speech", "the 大学 notes are in draft")],
     ),
     ("这是灵研的原话：样本还在清洗", [("lingresearch", "speech", "样本还在清洗")]),
+    ("灵研提醒大家：问卷周五截止", [("lingresearch", "speech", "问卷周五截止")]),
     ("LingFlow: staging is back to normal.", [("lingflow", "quote", "staging is back to normal")]),
     # The verb that also names work counts as speech only with a clause or a quote after it.
     ("LingFlow wrote that the cache was purged.", [("lingflow", "speech", "the cache was purged")]),

@@ -33,6 +33,12 @@ SAME = [
     ("variant C is ahead, 0.91 vs 0.88", "Variant C scored 0.91, variant D 0.88."),
     # Not yet done against in progress.
     ("备份还没有做完", "The backup is still running."),
+    # Tenths (三成), 万 and a weekday before a word that counts things.
+    ("灰度已经放到三成流量", "The canary is now at 30% of traffic."),
+    ("数据集 v8 有 4.2 万条", "Dataset v8 has 42,000 rows."),
+    ("周二分享会讲《中庸》", "Tuesday's talk covers the Doctrine of the Mean."),
+    # A date with its weekday, in either order.
+    ("the review is on Friday, 12 June", "评审定在 6 月 12 日周五"),
 ]
 
 DIFFERENT = [
@@ -51,8 +57,10 @@ DIFFERENT = [
     ("the nightly build passed", "夜间构建失败了", "status_differs"),
     ("导出还没开始", "The export is complete.", "status_differs"),
     ("备份已经做完了", "The backup is still running.", "status_differs"),
+    ("the poll is still open", "投票已关闭", "status_differs"),
     # A value of a family: the day, the environment, the severity, the domain, a name.
     ("索引压缩在周五完成了", "Index compaction was completed on Thursday.", "value_differs"),
+    ("v6.1 今天上线", "v6.1 明天上午上线", "value_differs"),  # a part of the day is no day
     ("v2.9 已部署到生产环境", "v2.9 is deployed to staging.", "value_differs"),
     ("the scan found one critical issue", "扫描发现一个中危问题", "value_differs"),
     ("three notes were added to the 道 domain", "儒 domain 新增 3 篇札记", "value_differs"),

@@ -195,7 +195,7 @@ _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b")
 # Chinese measure words and particles count or join but say nothing; English filler words
 # are in the glossary's "light" group (data).
 _ZH_STOP = ZH_STOP_CHARS | frozenset(
-    "个条份件项次本位名种组场轮页首部期届只张台把些吧呢吗啊呀哦嘛啦着过给让被从向到为以及之其所而则月日号才再就要"
+    "个条份件项次本位名种组场轮页首部期届只张台把些吧呢吗啊呀哦嘛啦着过给让被从向到为以及之其所而则月日号才再就要完"
 )
 
 
@@ -308,7 +308,24 @@ def _prepare(text: str) -> str:
     text = text.replace("\u2019", "'").replace("\u2018", "'")
     text = _PHRASAL.sub(r"\1 \3 \2", text)
     text = _NUMERAL_AFTER_NAME.sub(" ", text)  # v3一万二千四百: v3 and 12400, not v312400
-    return arabic_numerals(_NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1)], text))
+    text = _WEEKDAY.sub(r"\1 ", text)  # 周一分享会: Monday's talk, not 周 + 1分
+    text = _SCALED.sub(lambda m: _scaled(m.group(1), m.group(2)), text)  # 9.8 万 = 98000
+    text = arabic_numerals(_NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1)], text))
+    return _TENTHS.sub(lambda m: f"{_TENTH_DIGITS.get(m.group(1), m.group(1))}0%", text)
+
+
+_WEEKDAY = re.compile(r"((?:周|星期|礼拜)[一二三四五六日天])")
+_SCALED = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(万|千|亿)")
+_SCALE = {"千": Decimal(1000), "万": Decimal(10000), "亿": Decimal(100_000_000)}
+
+
+def _scaled(number: str, unit: str) -> str:
+    return format((Decimal(number) * _SCALE[unit]).normalize(), "f")
+
+
+# 两成流量 is 20% of the traffic, 三成 30%: tenths written as 成.
+_TENTHS = re.compile(r"(?<![\d.])([1-9]|[一二两三四五六七八九])\s*成(?=[^功为立员本果绩交就熟]|$)")
+_TENTH_DIGITS = dict(zip("一二两三四五六七八九", "1223456789", strict=True))
 
 
 _NUMERAL_AFTER_NAME = re.compile(
@@ -354,9 +371,13 @@ def _times(text: str) -> tuple[frozenset[str], str]:
         minute = m.group("m") or ("30" if m.group("half") else "00")
         found.add(f"{hour % 12:02d}:{minute}")
     text = _TIME.sub(" ", text)
+    dates = [m.span() for m in _DATE_AT.finditer(text)]
+    months = [m for m in _EN_MONTH.finditer(text) if not any(a <= m.start() < b for a, b in dates)]
     found |= {f"month-{int(m.group(1))}" for m in _ZH_MONTH.finditer(text)}
-    found |= {f"month-{_MONTHS.index(m.group(1)[:3]) + 1}" for m in _EN_MONTH.finditer(text)}
-    return frozenset(found), _EN_MONTH.sub(" ", _ZH_MONTH.sub(" ", text))
+    found |= {f"month-{_MONTHS.index(m.group(1)[:3]) + 1}" for m in months}
+    for m in reversed(months):
+        text = text[: m.start()] + " " * (m.end() - m.start()) + text[m.end() :]
+    return frozenset(found), _ZH_MONTH.sub(" ", text)
 
 
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]

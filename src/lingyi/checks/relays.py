@@ -31,7 +31,9 @@ _SPEECH_ZH = (
     r"宣布|汇报|指出|认为|觉得|表态|留言|写道|补充|同步|播报|声称|承认|保证|答复|发消息说|口头说)"
 )
 # 说道 is "said", but 说道家… is 说 + 道家: 道 belongs to the verb only before punctuation.
-_VERB_ZH = rf"{_ADVERB_ZH}{_TO_ME_ZH}{_SPEECH_ZH}(?:了|过|道(?=[\s,:\"“]))?"
+_VERB_ZH = (
+    rf"{_ADVERB_ZH}{_TO_ME_ZH}{_SPEECH_ZH}(?:了|过|道(?=[\s,:\"“]))?(?:大家|各位|我们|团队|所有人)?"
+)
 _WORDS_ZH = r"(?:的原话|的说法|的意思|的消息|的回复|的通知|的报告|的反馈|的话)"
 _ADVERB_EN = r"(?:(?:also|both|all|has|had|have|just|already|personally|clearly|again|then)\s+)*"
 _SPEECH_EN = (
