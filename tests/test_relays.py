@@ -189,6 +189,40 @@ def test_a_name_alone_is_no_relay(policies: PolicySet, text: str) -> None:
     assert relays(policies, text) == []
 
 
+# The speaker named after the claim: the claim is what came before, or the relay it confirms.
+TRAILING = [
+    ("迁移脚本合入了，灵通说的。", [("lingflow", "speech", "迁移脚本合入了")]),
+    (
+        "The freeze starts tonight, per LingFlow.",
+        [("lingflow", "speech", "the freeze starts tonight")],
+    ),
+    ("exp-90 已经停了（据灵研）", [("lingresearch", "speech", "exp-90 已经停了")]),
+    (
+        "Quoting LingZhi: the 大学 notes are final.",
+        [("lingzhi", "speech", "the 大学 notes are final")],
+    ),
+    (
+        "灵知说札记定稿了，灵通也确认了。",
+        [("lingflow", "speech", "札记定稿了"), ("lingzhi", "speech", "札记定稿了")],
+    ),
+    (
+        "LingYan said exp-90 is clean, and LingFlow agreed.",
+        [("lingflow", "speech", "exp-90 is clean"), ("lingresearch", "speech", "exp-90 is clean")],
+    ),
+    ("Thanks, LingFlow.", []),  # a name after a comma, with no verb, addresses a member
+    ("Rotate the keys before Friday (LingFlow).", []),  # an owner in brackets
+    ("早上好，灵研！", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), TRAILING)
+def test_an_attribution_after_the_claim_is_a_relay(
+    policies: PolicySet, text: str, expected: Found
+) -> None:
+    """ "…，灵通说的", "…, per LingFlow", "…，灵通也确认了": the claim before it is relayed."""
+    assert relays(policies, text) == expected
+
+
 SPANS = [
     # The claim ends where the speaker's own conclusion starts.
     ("灵通说迁移完成了，所以明天可以切流量", [("lingflow", "speech", "迁移完成了")]),

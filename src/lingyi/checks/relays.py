@@ -4,8 +4,9 @@ A text may hold several relays ("灵通说…，灵研也说…", "LingFlow and 
 names a member as the speaker of a claim, or as the one who did the work ("灵通已经完成了审计",
 "LingFlow merged PR #12"). Reported speech takes many forms: a speech verb (说, 表示, told me,
 reckons), a lead (据…, 按…的说法, according to…, per…, as … put it), the member's words
-(灵通的原话：…), a transcript-style "灵通：…" at the start of a sentence, and a pronoun that
-continues the last relay (他说的是…, "he said…"). A denial ("灵通并没有说…", "LingFlow did
+(灵通的原话：…), a transcript-style "灵通：…" at the start of a sentence, an attribution after
+the claim ("…，灵通说的", "…, per LingFlow", "…，灵通也确认了"), and a pronoun that continues
+the last relay (他说的是…, "he said…"). A denial ("灵通并没有说…", "LingFlow did
 not say…") is a relay too: what it says the member did not say must not be on the record.
 
 What is no relay: the speaker's own name ("灵研：灵知说…" relays 灵知 only); a member's name
@@ -68,7 +69,15 @@ _WORK_EN = (
 _JOIN = r"\s*(?:和|与|跟|及|、|,|&|and|as\s+well\s+as)\s*"
 # Leads that make a relay without a verb. Weaker ones (按…的说法, 听…讲, as … put it) carry
 # their own verb and are found by it.
-_LEAD = r"(?:据|according\s+to\s+|per\s+)"
+_LEAD = r"(?:据|according\s+to\s+|per\s+|quoting\s+|转达)"
+# Attribution after the claim: "v3 ships Friday, LingFlow said." / "…（据灵通）".
+_TRAIL_LEAD = r"(?:(?:and|while)\s+)?(?P<lead>据|according\s+to\s+|per\s+|as\s+|so\s+says\s+|says\s+|said\s+)?"
+_TRAIL_ADVERB = r"(?:\s*(?:也|都|还|同样|亦|also|too|as\s+well)\s*)*"
+_TRAIL_VERB = (
+    rf"(?P<verb>{_TRAIL_ADVERB}\s*(?:{_SPEECH_EN}|{_SPEECH_ZH}(?:的|了|过)?|讲的|说的)"
+    rf"(?:\s+(?:it|so|this|that))?{_TRAIL_ADVERB})?"
+)
+_TRAIL_END = r"\s*[)）]?\s*(?=[.。!！]?\s*$|[.。!！;\n])"
 _PRONOUN = re.compile(rf"(?:他|她|ta|他们|她们|对方){_VERB_ZH}|\b(?:he|she|they)\s+{_VERB_EN}")
 _AFTER_VERB = re.compile(r"[\s,:\"'“”‘’]*")
 _SENTENCE_END = re.compile(r"[。！？!?\n;]|\.(?:\s|$)")
@@ -96,7 +105,7 @@ class Relay:
 
     member: str  # canonical member id
     name: str  # the name as it appears (canonical)
-    start: int  # where the relay begins (the name, or 据/according to)
+    start: int  # where the relay begins (the name, 据/according to, or a claim attributed after)
     claim_start: int
     end: int  # where the claim ends (the next relay or the end of the sentence)
     kind: str = "speech"  # "speech" (said), "work" (did), "denied" (did not say)
@@ -111,6 +120,7 @@ def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     name = rf"(?<![a-z0-9])(?:{alt})(?![a-z0-9])"
     group = rf"(?P<names>{name}(?:{_JOIN}{name})*)"
     return (
+        re.compile(rf"(?:,|，|\(|（|—|--|\s-)\s*{_TRAIL_LEAD}{group}{_TRAIL_VERB}{_TRAIL_END}"),
         re.compile(rf"{group}(?:\s*{_DENY_ZH}|\s+{_DENY_EN})"),
         re.compile(rf"(?P<lead>{_LEAD})?{group}\s*(?(lead)(?:{_VERB})?|{_VERB})"),
         re.compile(rf"(?:^|(?<=[。！？!?\n.]))\s*{group}\s*:(?!//)"),
@@ -121,9 +131,9 @@ def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 def find_relays(text: str, policies: PolicySet, speaker: str) -> list[Relay]:
     """Every relay in canonical ``text`` of a member other than ``speaker``, in order."""
-    deny, speech, colon, work, one = _patterns(tuple(n.casefold() for n in policies.names))
-    found: list[Relay] = []
-    taken: list[tuple[int, int]] = []
+    trail, deny, speech, colon, work, one = _patterns(tuple(n.casefold() for n in policies.names))
+    found: list[Relay] = _trailing(text, trail, one, policies, speaker)
+    taken: list[tuple[int, int]] = [(r.end, r.claim_start) for r in found]
     for kind, pattern in (("denied", deny), ("speech", speech), ("quote", colon), ("work", work)):
         for match in pattern.finditer(text):
             if _overlaps(match.span(), taken) or not _is_claim(text, match, kind):
@@ -138,6 +148,38 @@ def find_relays(text: str, policies: PolicySet, speaker: str) -> list[Relay]:
                     )
     found += _pronouns(text, found, taken)
     return _bounded(text, sorted(found, key=lambda r: (r.start, r.member)))
+
+
+def _trailing(
+    text: str, pattern: re.Pattern[str], one: re.Pattern[str], policies: PolicySet, speaker: str
+) -> list[Relay]:
+    """Relays whose speaker comes after the claim: the claim is the sentence before it.
+
+    ``claim_start`` marks where the attribution ends (so that no other pattern reads it
+    again) until :func:`_bounded` sets the real span, kept in ``start``..``end``.
+    """
+    found = []
+    for match in pattern.finditer(text):
+        start = max((m.end() for m in _SENTENCE_END.finditer(text, 0, match.start())), default=0)
+        if not text[start : match.start()].strip() or not (
+            match.group("lead") or match.group("verb")
+        ):
+            continue  # "Thanks, LingFlow." addresses a member; it attributes nothing
+        for name in one.finditer(match.group("names")):
+            member = policies.resolve(name.group(0))
+            if member is not None and member.id != speaker:
+                found.append(
+                    Relay(member.id, name.group(0), start, match.end(), match.start(), "trailing")
+                )
+    return found
+
+
+def _trailed(relay: Relay, before: list[Relay]) -> Relay:
+    """ "灵研说 X，灵通也确认了": the same claim as the relay it follows, else the sentence."""
+    inside = [r for r in before if relay.start <= r.start < relay.end and r.claim_start < r.end]
+    if inside:
+        return replace(relay, claim_start=inside[-1].claim_start, end=inside[-1].end, kind="speech")
+    return replace(relay, claim_start=relay.start, kind="speech")
 
 
 def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
@@ -184,19 +226,24 @@ def _premise(text: str, relay: Relay) -> bool:
 
 
 def _bounded(text: str, relays: list[Relay]) -> list[Relay]:
-    """Each claim ends at the next relay that starts after it, or at the end of its sentence."""
-    starts = sorted({r.start for r in relays})
-    out = []
-    for relay in relays:
-        following = [s for s in starts if s > relay.claim_start]
-        limit = min(following, default=len(text))
-        stop = _SENTENCE_END.search(text, relay.claim_start, limit)
-        end = stop.start() if stop else limit
-        own = _OWN_CONCLUSION.search(text, relay.claim_start, end)
-        if own and own.start() > relay.claim_start:
-            end = own.start()
-        elif _premise(text, relay):  # "since LingFlow said X, …": the rest is the speaker's
-            comma = re.compile(r"[,，]").search(text, relay.claim_start, end)
-            end = comma.start() if comma else end
-        out.append(replace(relay, end=end))
-    return out
+    """Each claim ends at the next relay that starts after it, or at the end of its sentence;
+    a claim attributed after it ("…，灵通说的") ends where the attribution starts."""
+    starts = sorted({r.start for r in relays if r.kind != "trailing"})
+    starts += sorted(r.end for r in relays if r.kind == "trailing")
+    out = [_one(text, r, starts) for r in relays if r.kind != "trailing"]
+    out += [_trailed(r, out) for r in relays if r.kind == "trailing"]
+    return sorted(out, key=lambda r: (r.start, r.member))
+
+
+def _one(text: str, relay: Relay, starts: list[int]) -> Relay:
+    following = [s for s in starts if s > relay.claim_start]
+    limit = min(following, default=len(text))
+    stop = _SENTENCE_END.search(text, relay.claim_start, limit)
+    end = stop.start() if stop else limit
+    own = _OWN_CONCLUSION.search(text, relay.claim_start, end)
+    if own and own.start() > relay.claim_start:
+        end = own.start()
+    elif _premise(text, relay):  # "since LingFlow said X, …": the rest is the speaker's
+        comma = re.compile(r"[,，]").search(text, relay.claim_start, end)
+        end = comma.start() if comma else end
+    return replace(relay, end=end)
