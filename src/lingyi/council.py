@@ -57,9 +57,11 @@ _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 STEM = 6  # Latin words are indexed by their first letters: audit, audits, audited
 
 
-def index_terms(text: str) -> set[str]:
-    """The terms a text is found by: Latin word stems, numbers, Chinese bigrams (canonical)."""
-    text = arabic_numerals(canonical_text(text))
+def index_terms(text: str, *, canonical: bool = False) -> set[str]:
+    """The terms a text is found by: Latin word stems, numbers, Chinese bigrams (canonical;
+    ``canonical`` says the text already is)."""
+    text = text if canonical else canonical_text(text)
+    text = arabic_numerals(text) if _CJK_RUN.search(text) else text  # numerals are Chinese
     found = {w[:STEM] for w in _LATIN.findall(text)}
     found |= {n.replace(",", "") for n in _NUMBER.findall(text)}
     for run in _CJK_RUN.findall(text):
@@ -83,14 +85,14 @@ class RecordIndex:
         self._newest: dict[str, list[int]] = {}  # an owner's last items, for a query of nothing
         self.budget = budget
 
-    def add(self, owner: str, text: str, item: object) -> None:
+    def add(self, owner: str, text: str, item: object, *, canonical: bool = False) -> None:
         number = len(self._items)
         self._items.append((owner, item))
         self._counts[owner] += 1
         newest = self._newest.setdefault(owner, [])
         newest.append(number)
         del newest[: -self.NEWEST]
-        for term in index_terms(text):
+        for term in index_terms(text, canonical=canonical):
             self._postings.setdefault((owner, term), []).append(number)
 
     def count(self, owner: str) -> int:

@@ -61,6 +61,12 @@ class Clause:
         return expanded(self.units | self.negated)
 
     @cached_property
+    def size(self) -> int:
+        """How much a record can share with it at most (see :func:`compare`)."""
+        ents = self.entities
+        return len(self.topic) + len(ents.versions) + len(ents.ids)
+
+    @cached_property
     def plain_units(self) -> frozenset[str]:
         return expanded(self.units)
 

@@ -15,8 +15,9 @@ policy's ``on_uncertain`` decides.
 
 from __future__ import annotations
 
+import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -146,23 +147,32 @@ class _Records:
         return self.work is not None and any(self.work.count(o) for o in self.owners)
 
     def best(self, clause: Clause) -> tuple[str | None, Verdict]:
-        """The record that supports the clause, else the closest one and what it says."""
-        verdicts = [(r.id, compare_clause(clause, r.statement)) for r in self._candidates(clause)]
+        """The record that supports the clause, else the closest one and what it says.
+
+        Messages come first, then recorded work; a record that supports the clause and
+        shares all of it ends the search (no other record can be closer)."""
+        terms = query_terms(self.vocab, clause)
+        verdicts: list[tuple[str, Verdict]] = []
+        for records in (self._messages, self._work):
+            for record in records(terms):
+                verdict = compare_clause(clause, record.statement)
+                verdicts.append((record.id, verdict))
+                if verdict.supports and verdict.shared >= clause.size:
+                    return record.id, verdict
         if not verdicts:
             return None, Verdict("unrelated", "nothing_shared")
         return _pick(verdicts)
 
-    def _candidates(self, clause: Clause) -> list[Record]:
-        terms = query_terms(self.vocab, clause)
-        found = [
-            Record(m.id, self.vocab.analyse(canonical(m.content).cased))
-            for m in self.ctx.council.search(self.member.names, terms, self.limit)
-        ]
-        if self.work is not None and any(self.work.count(o) for o in self.owners):
-            for item in self.work.search(self.owners, terms, self.work_limit):
-                if isinstance(item, tuple):
-                    found.append(Record(str(item[0]), self.vocab.analyse(str(item[1]))))
-        return found
+    def _messages(self, terms: list[frozenset[str]]) -> Iterator[Record]:
+        for m in self.ctx.council.search(self.member.names, terms, self.limit):
+            yield Record(m.id, self.vocab.analyse(canonical(m.content).cased))
+
+    def _work(self, terms: list[frozenset[str]]) -> Iterator[Record]:
+        if self.work is None or not any(self.work.count(o) for o in self.owners):
+            return
+        for item in self.work.search(self.owners, terms, self.work_limit):
+            if isinstance(item, tuple):
+                yield Record(str(item[0]), self.vocab.analyse(str(item[1])))
 
 
 def _count(ctx: CheckContext, names: Sequence[str]) -> int:
@@ -349,10 +359,10 @@ def work_index(ledger: Ledger, session: str, policies: PolicySet) -> RecordIndex
     entries = _session_entries(ledger, session)
     for entry in entries[seen:]:
         for item in entry.evidence:
-            canon = canonical(_work_text(entry, item.title, item.snippet), policies.names)
+            canon = canonical(_work_text(entry, item.title, item.snippet))
             owners = {entry.member} | {f"@{m}" for m in _named(canon.text, policies)}
             for owner in owners:
-                index.add(owner, canon.text, (item.id, canon.cased))
+                index.add(owner, canon.text, (item.id, canon.cased), canonical=True)
     if len(sessions) > 64:  # old policy versions and long-gone sessions
         sessions.pop(next(iter(sessions)))
     sessions[key] = (len(entries), index)
@@ -361,24 +371,23 @@ def work_index(ledger: Ledger, session: str, policies: PolicySet) -> RecordIndex
 
 def _named(text: str, policies: PolicySet) -> set[str]:
     """Members a text names (by any of their names, as whole words)."""
-    found = set()
-    for member in policies.members.values():
-        if any(_has_word(text, name.casefold()) for name in member.names):
-            found.add(member.id)
-    return found
+    pattern, owners = _name_finder(policies)
+    return {owners[m.group(0)] for m in pattern.finditer(text)}
 
 
-def _has_word(text: str, name: str) -> bool:
-    at = text.find(name)
-    while at >= 0:
-        before = text[at - 1] if at else " "
-        after = text[at + len(name)] if at + len(name) < len(text) else " "
-        if not (before.isascii() and before.isalnum()) and not (
-            after.isascii() and after.isalnum()
-        ):
-            return True
-        at = text.find(name, at + 1)
-    return False
+_FINDERS: dict[int, tuple[PolicySet, re.Pattern[str], dict[str, str]]] = {}
+
+
+def _name_finder(policies: PolicySet) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One pattern of every member name, built once per policy set (which pins its id)."""
+    if id(policies) not in _FINDERS:
+        if len(_FINDERS) >= 8:
+            _FINDERS.pop(next(iter(_FINDERS)))
+        owners = {n.casefold(): m.id for m in policies.members.values() for n in m.names}
+        alt = "|".join(re.escape(n) for n in sorted(owners, key=len, reverse=True))
+        pattern = re.compile(rf"(?<![a-z0-9])(?:{alt})(?![a-z0-9])")
+        _FINDERS[id(policies)] = (policies, pattern, owners)
+    return _FINDERS[id(policies)][1:]
 
 
 def _session_entries(ledger: Ledger, session: str) -> Sequence[LedgerEntry]:
