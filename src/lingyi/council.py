@@ -106,6 +106,7 @@ class RecordIndex:
     ) -> list[object]:
         """The items of ``owners`` hitting most term groups, most recent first among equals;
         only those within ``SLACK`` groups of the best (the rest share too little to matter)."""
+        owners = [o for o in set(owners) if self._counts[o]]
         if not terms:  # "he said it is on hold": nothing to look up, the newest items
             recent = sorted(n for o in set(owners) for n in self._newest.get(o, ()))
             return [self._items[n][1] for n in recent[-limit:][::-1]]

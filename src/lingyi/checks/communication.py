@@ -325,8 +325,19 @@ def vocabulary(ctx: CheckContext, params: CommunicationParams) -> Vocabulary:
     return _VOCABULARIES[key][2]
 
 
+_QUERIES: weakref.WeakKeyDictionary[Clause, list[frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
 def query_terms(vocab: Vocabulary, clause: Clause) -> list[frozenset[str]]:
-    """What to look a clause up by: each concept in all its forms, each literal, each entity."""
+    """What to look a clause up by (kept with the clause: clauses are cached by the
+    vocabulary, and one vocabulary gives one query)."""
+    if (found := _QUERIES.get(clause)) is None:
+        found = _QUERIES[clause] = _query_terms(vocab, clause)
+    return found
+
+
+def _query_terms(vocab: Vocabulary, clause: Clause) -> list[frozenset[str]]:
+    """Each concept in all its forms, each literal, each entity."""
     groups = [vocab.index_forms(u[2:]) for u in clause.units | clause.negated if u.startswith("c:")]
     groups += [frozenset(index_terms(u[2:])) for u in clause.units if u[:2] in ("w:", "z:")]
     ents = clause.entities

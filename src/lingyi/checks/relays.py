@@ -132,6 +132,8 @@ def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 def find_relays(text: str, policies: PolicySet, speaker: str) -> list[Relay]:
     """Every relay in canonical ``text`` of a member other than ``speaker``, in order."""
     trail, deny, speech, colon, work, one = _patterns(tuple(n.casefold() for n in policies.names))
+    if not one.search(text):  # no member named: nothing to relay (most texts)
+        return []
     found: list[Relay] = _trailing(text, trail, one, policies, speaker)
     taken: list[tuple[int, int]] = [(r.end, r.claim_start) for r in found]
     for kind, pattern in (("denied", deny), ("speech", speech), ("quote", colon), ("work", work)):
