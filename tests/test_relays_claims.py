@@ -37,8 +37,21 @@ SAME = [
     ("灰度已经放到三成流量", "The canary is now at 30% of traffic."),
     ("数据集 v8 有 4.2 万条", "Dataset v8 has 42,000 rows."),
     ("周二分享会讲《中庸》", "Tuesday's talk covers the Doctrine of the Mean."),
-    # A date with its weekday, in either order.
+    # A date with its weekday, in either order; "next Monday" is a week and a day.
     ("the review is on Friday, 12 June", "评审定在 6 月 12 日周五"),
+    ("评审挪到下周一", "The review moved to next Monday."),
+    # A state is read from the clause about the same thing: cancelled Wednesday, moved on.
+    (
+        "周三的分享会不办了，改到下周二线上",
+        "Wednesday's talk is cancelled and will run online next Tuesday instead.",
+    ),
+    # Failed and rolled back: both done and failed, as the record says.
+    ("v7.2 的 Windows 构建失败后已经回滚", "The v7.2 Windows build failed and was rolled back."),
+    # "Moved" a database is a migration, not a postponement.
+    (
+        "the staging DB was migrated to the new data center",
+        "We moved the staging database to the new datacenter.",
+    ),
 ]
 
 DIFFERENT = [
@@ -58,6 +71,21 @@ DIFFERENT = [
     ("导出还没开始", "The export is complete.", "status_differs"),
     ("备份已经做完了", "The backup is still running.", "status_differs"),
     ("the poll is still open", "投票已关闭", "status_differs"),
+    (
+        "the Windows build of v7.2 is done",
+        "v7.2 的 Windows 构建失败了",
+        "status_differs",
+    ),  # no failure
+    (
+        "the calibration is done",
+        "The churn model AUC is 0.82; calibration still pending.",
+        "status_differs",
+    ),
+    (
+        "周三的分享会照常线下进行",
+        "Wednesday's talk is cancelled and will run online next Tuesday instead.",
+        "status_differs",
+    ),
     # A value of a family: the day, the environment, the severity, the domain, a name.
     ("索引压缩在周五完成了", "Index compaction was completed on Thursday.", "value_differs"),
     ("v6.1 今天上线", "v6.1 明天上午上线", "value_differs"),  # a part of the day is no day
@@ -70,6 +98,7 @@ DIFFERENT = [
     ("扫描没有发现任何问题", "The scan found two low-severity issues.", "negation_differs"),
     ("the scan found a high-severity issue", "扫描没有发现高危问题", "negation_differs"),
     ("CI no longer blocks on lint errors", "CI 现在会因为 lint 错误而阻塞", "negation_differs"),
+    ("一致率降到了 0.88", "Agreement rose to 0.88.", "value_differs"),  # the direction of a change
     # A number given for the wrong thing.
     (
         "儒 domain 有 7 篇，道 domain 有 5 篇",

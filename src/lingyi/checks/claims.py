@@ -27,7 +27,8 @@ from lingyi.text._lang import EN_STOP, ZH_STOP_CHARS
 # Cue groups of the status lexicon and the light group of the glossary (see their headers).
 LIGHT, FIND = "light", "find"
 NEGATOR, CEASE, ZERO, PERFECTIVE, PLAIN = "negator", "cease", "zero", "perfective", "plain"
-DONE, OPEN = "progress.done", "progress.open"
+DONE, UNDONE, OPEN = "progress.done", "progress.undone", "progress.undone.open"
+FAILED = "outcome.failed"
 _CUES = frozenset({NEGATOR, CEASE, ZERO, PERFECTIVE, PLAIN})
 _NEGATING = (NEGATOR, CEASE, ZERO)
 NOTHING = "c:*"  # "found nothing": none of anything
@@ -160,7 +161,8 @@ _BREAK = re.compile(
     r"[，；;。！？!?\n]|,(?!\d{3})|(?<!\d):(?!\d|//)|(?<=\s)-(?=\s)|—|"
     r"而且|并且|此外|另外|但是|还说|同时还|"
     r"\s(?:and|but|while|whereas|plus)\s+(?=(?:that|also|then|it|they|he|she|we|i|there|no|"
-    r"not|all|both|has|have|had|was|were|is|are|ci|the|been|got|found|[a-z]+ed)\b)|"
+    r"not|all|both|has|have|had|was|were|is|are|ci|the|been|got|found|will|would|can|may|"
+    r"must|should|[a-z]+ed)\b)|"
     r"\s(?:but|whereas)\s"
 )
 _PATHLIKE = re.compile(r"(?<![\w/])[a-z0-9][\w.\-]+/[\w./\-]+|https?://\S+")
@@ -402,12 +404,20 @@ def _longest(hits: list[Hit], text: str, words: bool) -> list[_Hit]:
     stands alone (气 domain), not inside a word (空气). Cues (已, 不) count anywhere."""
     out: list[_Hit] = []
     for hit in sorted(hits, key=lambda h: (h.start, -(h.end - h.start))):
-        if any(k.start <= hit.start and hit.end <= k.end for k in out[-3:]):
+        inside = [k for k in out[-3:] if k.start <= hit.start and hit.end <= k.end]
+        if inside and not _two_values(hit, inside):
             continue  # inside a longer term (完成 in 已经完成); partial overlaps stay (本周|周五)
         if words and len(hit.term) == 1 and _HAS_CJK.match(hit.term) and _inside_word(text, hit):
             continue
         out += [_Hit(hit.start, hit.end, g) for g in sorted(hit.groups)]
     return out
+
+
+def _two_values(hit: Hit, around: list[_Hit]) -> bool:
+    """"next monday" is a week and a day: a value of one family inside a value of another."""
+    mine = {g.split(".")[0] for g in hit.groups if "." in g and not g.startswith("act.")}
+    theirs = {k.group.split(".")[0] for k in around if "." in k.group and not k.group.startswith("act.")}
+    return bool(mine and theirs and not mine & theirs)
 
 
 def _inside_status(hit: _Hit, status: list[_Hit]) -> bool:
@@ -539,7 +549,7 @@ def _bindings(text: str, units: list[tuple[int, str]]) -> frozenset[tuple[str, D
             continue
         value = Decimal(number.group().rstrip("%").replace(",", ""))
         before = text[start : number.start()]
-        named = [u for pos, u in units if start <= pos < number.start() and family(u)]
+        named = [u for pos, u in units if start <= pos < number.start() and _labels(u)]
         named += [f"label:{m.group()}" for m in _LETTER.finditer(before)]
         named += [f"version:{a or b}" for a, b in _VERSION_AT.findall(before)]
         found.update((u, value) for u in named)
@@ -547,18 +557,24 @@ def _bindings(text: str, units: list[tuple[int, str]]) -> frozenset[tuple[str, D
     return frozenset(found)
 
 
-# What a negated state says: not done is open; not delayed, not paused or not yet to start
+# What a negated state says: not done is undone; not delayed, not paused or not yet to start
 # is going ahead; not running is held; not cancelled is still open; not failed is passed.
 _NEGATED_STATE = {
-    DONE: OPEN,
-    OPEN: "progress.open.running",
-    "progress.open.held": "progress.open.running",
-    "progress.open.not_started": "progress.open.running",
-    "progress.open.running": "progress.open.held",
-    "progress.cancelled": OPEN,
+    DONE: UNDONE,
+    OPEN: f"{OPEN}.running",
+    f"{OPEN}.held": f"{OPEN}.running",
+    f"{OPEN}.not_started": f"{OPEN}.running",
+    f"{OPEN}.running": f"{OPEN}.held",
+    "progress.undone.cancelled": OPEN,
     "outcome.failed": "outcome.passed",
     "outcome.passed": "outcome.failed",
 }
+
+
+def _labels(unit: str) -> bool:
+    """A value a number may be given for (a domain, a variant), not a direction (dropped from)."""
+    fam = family(unit)
+    return fam is not None and fam != "trend"
 
 
 def _states(status: list[_Hit], actions: list[_Hit], text: str, denied_act: bool) -> frozenset[str]:
@@ -574,7 +590,7 @@ def _states(status: list[_Hit], actions: list[_Hit], text: str, denied_act: bool
     states.discard("")
     progress = any(s.startswith("progress.") for s in states)
     if denied_act and not progress:
-        states.add(OPEN)
+        states.add(UNDONE)
         progress = True
     marked = any(h.group == PERFECTIVE for h in status) or bool(_EN_PERFECT.search(text))
     after_action = any(text[h.end : h.end + 3].lstrip().startswith("了") for h in actions)
@@ -689,19 +705,31 @@ def _title_known(title: str, record: Statement) -> bool:
 
 
 def _states_agree(claim: Clause, record: Statement, aligned: Clause | None) -> Found:
-    """Each state the claim asserts must not contradict what the record says of that work."""
+    """Each state the claim asserts must not contradict what the record says of that work:
+    what the record's clauses that share something with the claim say; the whole record
+    only when no clause shares anything (挪到下周一 is about the clause that moves the
+    meeting, not the one that cancels Friday's)."""
+    related = [c for c in record.clauses if _related(claim, c)]
+    pool = [s for c in related for s in c.states] if related else list(record.states)
     for state in sorted(claim.states):
         tree = state.split(".")[0]
-        near = {s for s in (aligned.states if aligned else ()) if s.split(".")[0] == tree}
-        said = near or {s for s in record.states if s.split(".")[0] == tree}
+        said = {s for s in pool if s.split(".")[0] == tree}
         if said and all(conflicting(state, s) for s in said):
             shown = max(sorted(said), key=len)  # the most specific state the record gives
             return "status_differs", {"claim": _state_name(state), "record": _state_name(shown)}
+    failed_only = FAILED in pool and DONE not in pool
+    if DONE in claim.states and FAILED not in claim.states and failed_only:
+        return "status_differs", {"claim": "done", "record": "failed"}  # "done" is no failure
     return None
 
 
+def _related(claim: Clause, clause: Clause) -> bool:
+    ents, theirs = claim.entities, clause.entities
+    return bool(claim.topic & clause.topic or ents.versions & theirs.versions or ents.ids & theirs.ids)
+
+
 def _state_name(state: str) -> str:
-    """The catalog name of a state: progress.open.held → held, progress.open → open."""
+    """The catalog name of a state: progress.undone.open.held → held, progress.undone → undone."""
     return state.rsplit(".", 1)[-1]
 
 
@@ -770,7 +798,7 @@ def _bindings_agree(claim: Clause, record: Statement, aligned: Clause | None) ->
     return None
 
 
-_COMPARATIVE = frozenset({"c:higher", "c:lower", "c:winner"})
+_COMPARATIVE = frozenset({"c:trend.up", "c:trend.down", "c:winner"})
 
 
 # States a record must give for a relay to claim them: an outcome or a turn of the work that
@@ -778,10 +806,10 @@ _COMPARATIVE = frozenset({"c:higher", "c:lower", "c:winner"})
 # most texts and only have to not contradict.
 _REQUIRED_STATES = (
     "outcome.failed",
-    "progress.cancelled",
-    "progress.open.not_started",
-    "progress.open.running",
-    "progress.open.held",
+    "progress.undone.cancelled",
+    "progress.undone.open.not_started",
+    "progress.undone.open.running",
+    "progress.undone.open.held",
 )
 
 
