@@ -414,9 +414,11 @@ def _longest(hits: list[Hit], text: str, words: bool) -> list[_Hit]:
 
 
 def _two_values(hit: Hit, around: list[_Hit]) -> bool:
-    """"next monday" is a week and a day: a value of one family inside a value of another."""
+    """ "next monday" is a week and a day: a value of one family inside a value of another."""
     mine = {g.split(".")[0] for g in hit.groups if "." in g and not g.startswith("act.")}
-    theirs = {k.group.split(".")[0] for k in around if "." in k.group and not k.group.startswith("act.")}
+    theirs = {
+        k.group.split(".")[0] for k in around if "." in k.group and not k.group.startswith("act.")
+    }
     return bool(mine and theirs and not mine & theirs)
 
 
@@ -725,7 +727,9 @@ def _states_agree(claim: Clause, record: Statement, aligned: Clause | None) -> F
 
 def _related(claim: Clause, clause: Clause) -> bool:
     ents, theirs = claim.entities, clause.entities
-    return bool(claim.topic & clause.topic or ents.versions & theirs.versions or ents.ids & theirs.ids)
+    return bool(
+        claim.topic & clause.topic or ents.versions & theirs.versions or ents.ids & theirs.ids
+    )
 
 
 def _state_name(state: str) -> str:
