@@ -126,14 +126,14 @@ WORDING = [
         _said("灵知说知识库迁移已经完成"),
         "communication.on_record",
         "reason",
-        "状态与记录矛盾：转述为已完成，记录为未完成",
+        "状态与记录矛盾：转述为已完成，记录为尚未开始",
     ),
     (
         "en",
         _said("LingZhi says the knowledge base migration is done"),
         "communication.on_record",
         "reason",
-        "status contradicts the record: claim done, record not_done",
+        "status contradicts the record: claim done, record not started",
     ),
     (
         "zh",
@@ -276,26 +276,27 @@ COMPARED = [
     ("v0.15审计已经完成", "v0.16 审计已完成", False, "version_differs"),
     ("v0.15审计已经完成", "审计已完成", False, "version_absent"),
     ("LingFlow said v0.15 is out", "v0.16 is out", False, "version_differs"),
-    ("发布暂缓到7月25日", "发布暂缓到7月15日", False, "numbers_differ"),
-    ("知识库迁移已经完成", "知识库迁移尚未开始", False, "status_claimed_done"),
-    ("知识库迁移还没开始", "知识库迁移已完成", False, "status_claimed_not_done"),
+    ("发布暂缓到7月25日", "发布暂缓到7月15日", False, "date_differs"),
+    ("知识库迁移已经完成", "知识库迁移尚未开始", False, "status_differs"),
+    ("知识库迁移还没开始", "知识库迁移已完成", False, "status_differs"),
     (
         "v0.16审计已经完成，而且没有发现安全问题",
         "v0.16 审计已完成，报告见 audit-v0.16.md",
         False,
         "clause_missing",
     ),
-    ("the dataset was deleted", "the dataset is finished", False, "topic_missing"),
-    ("v0.16审计已经完成", "v0.16 审计已完成", True, "same_topic"),
-    ("天气很好", "今天天气很好", True, "terms_shared"),
-    ("天气很好", "会议取消", False, "terms_shared"),
+    ("the dataset was deleted", "the dataset is finished", False, "clause_missing"),
+    ("v0.16审计已经完成", "v0.16 审计已完成", True, "same_claim"),
+    ("天气很好", "今天天气很好", True, "same_claim"),
+    ("天气很好", "会议取消", False, "clause_missing"),
     (
         "数据集v3标注完成了",
         "Dataset v3 labelling is finished: 12,400 samples.",
         True,
-        "across_agree",
+        "same_claim",
     ),
-    ("审计完成", "The audit is done", False, "across_little"),
+    ("审计完成", "The audit is done", True, "same_claim"),  # the glossary: 审计 = audit
+    ("审计发现了问题", "The audit found no issues.", False, "negation_differs"),
 ]
 
 

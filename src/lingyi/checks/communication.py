@@ -1,36 +1,256 @@
 """communication: what another member said or did must be on the record.
 
-A claim names a council member (灵通说…, "LingFlow told me…"). It matches when a
-message from that member on the council record, or recorded evidence of that member's
-work, carries the same versions, the same topic and no contradicting status
-(尚未开始 vs 已经完成). Reported speech of a non-member (用户说…) is not a council claim.
+Every relay in a text (lingyi.checks.relays) is checked, whatever type the caller declared:
+a relay inside a ``fact`` is still a relay. A relay matches when, for every clause it
+claims, a message from that member on the council record, or evidence of that member's work
+recorded in this session, supports the clause (lingyi.checks.claims): the entities agree,
+the state of the work and the polarity do not contradict, and what the clause asserts is in
+the record. Several speakers: each must be on record. A denial ("灵通并没有说…") fails when
+the record does say it. Reported speech of a non-member (用户说…) is no council claim.
+
+Where the record overlaps but neither supports nor contradicts (a relay across languages
+whose words the glossary does not know), the check is uncertain and says what it found; the
+policy's ``on_uncertain`` decides.
 """
 
 from __future__ import annotations
 
 import re
+import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import lru_cache
 
-from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
-from lingyi.policy import MemberPolicy, PolicySet
-from lingyi.text._lang import (
-    bigrams,
-    concepts,
-    lang_of,
-    neutral_terms,
-    status,
-    terms,
-    versions,
-    words,
-)
+from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register, unsure
+from lingyi.checks.claims import Clause, Statement, Verdict, Vocabulary
+from lingyi.checks.claims import compare as compare_clause
+from lingyi.checks.relays import Relay, find_relays
+from lingyi.config import defaults_dir
+from lingyi.council import RecordIndex, index_terms
+from lingyi.ledger import Ledger, LedgerEntry
+from lingyi.policy import Lexicon, LexiconRef, MemberPolicy, PolicySet, load_lexicon
+from lingyi.text import canonical
 
-_VERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午)?(?:跟我|对我|和我)?(?:说过|说|表示|告诉我|告诉|称|提到|提醒|强调|透露|说明|确认|报告|反馈|通知|讲|回复|宣布|在群里说)(?:了|过)?"
-_VERB_EN = (
-    r"(?:has |had )?(?:said|says|told (?:me|us)|tells (?:me|us)|reported|reports|confirmed|"
-    r"confirms|mentioned|mentions|announced|announces|stated|states|wrote|writes|noted|notes|"
-    r"claims|claimed)(?: that)?"
-)
+
+class CommunicationParams(CheckParams):
+    use_work_evidence: bool = True
+    glossary: LexiconRef = "lexicons/glossary.toml"
+    status: LexiconRef = "lexicons/status.toml"
+    candidates: int = 5  # messages of the member compared in full with each clause
+    work_candidates: int = 3  # pieces of recorded work, likewise
+
+
+@dataclass(frozen=True)
+class Record:
+    """A message on the council record, or a piece of recorded work, as the check reads it."""
+
+    id: str
+    statement: Statement
+
+
+@dataclass
+class Finding:
+    """The outcome for one relay: ``status`` is "ok", "fail" or "unsure"."""
+
+    relay: Relay
+    status: str
+    why: str
+    values: dict[str, str] = field(default_factory=dict)
+    record: str | None = None  # the record that supports it, or the closest one
+
+
+@register("communication.on_record", CommunicationParams)
+def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
+    """Every claim about another member's words or work must match that member's record."""
+    text = ctx.canon.text
+    relays = find_relays(text, ctx.policies, ctx.member.id)
+    if not relays:
+        return ok(ctx.msg("no_claim"))
+    vocab = vocabulary(ctx, params)
+    # The claim is read with its case where folding kept positions (Kumarajiva is a name).
+    cased = ctx.canon.cased if len(ctx.canon.cased) == len(text) else text
+    findings = [_check(ctx, params, vocab, relay, cased) for relay in relays]
+    return _outcome(ctx, findings, text)
+
+
+def _check(
+    ctx: CheckContext, params: CommunicationParams, vocab: Vocabulary, relay: Relay, text: str
+) -> Finding:
+    member = ctx.policies.members[relay.member]
+    claim = vocab.analyse(relay.claim(text))
+    if not claim.clauses:
+        return Finding(relay, "ok", "no_claim")
+    records = _Records(ctx, params, vocab, member, relay.kind == "work")
+    if not records.any():
+        status = "ok" if relay.kind == "denied" else "fail"
+        return Finding(relay, status, "no_messages")
+    verdicts = [(clause, records.best(clause)) for clause in claim.clauses]
+    return _denied(relay, verdicts) if relay.kind == "denied" else _judged(relay, verdicts)
+
+
+def _judged(relay: Relay, verdicts: list[tuple[Clause, tuple[str | None, Verdict]]]) -> Finding:
+    """Every clause supported → ok; any contradicted or missing → fail; else unsure."""
+    worst = None
+    for clause, (rid, verdict) in verdicts:
+        if verdict.supports:
+            continue
+        status = "unsure" if verdict.why == "words_unknown" else "fail"
+        why = "clause_missing" if verdict.why == "nothing_shared" else verdict.why
+        finding = Finding(relay, status, why, _values(clause, verdict), rid)
+        if worst is None or (worst.status == "unsure" and status == "fail"):
+            worst = finding
+    if worst is not None:
+        return worst
+    return Finding(relay, "ok", "ok", {}, verdicts[0][1][0])
+
+
+def _denied(relay: Relay, verdicts: list[tuple[Clause, tuple[str | None, Verdict]]]) -> Finding:
+    """ "灵通并没有说 X": false when the record says X."""
+    if all(v.supports for _, (_, v) in verdicts):
+        return Finding(relay, "fail", "denied_but_said", {}, verdicts[0][1][0])
+    return Finding(relay, "ok", "denied_ok")
+
+
+def _values(clause: Clause, verdict: Verdict) -> dict[str, str]:
+    values = dict(verdict.values)
+    values.setdefault("clause", clause.text.strip(" ,.;:"))
+    return values
+
+
+class _Records:
+    """The member's messages and, in this session, its recorded work, found by term."""
+
+    def __init__(
+        self,
+        ctx: CheckContext,
+        params: CommunicationParams,
+        vocab: Vocabulary,
+        member: MemberPolicy,
+        work: bool,
+    ) -> None:
+        self.ctx, self.vocab, self.member = ctx, vocab, member
+        self.limit, self.work_limit = params.candidates, params.work_candidates
+        # Work done ("LingFlow merged PR #12") is backed by evidence that names the member too
+        # (an analysis of who posted what); words said only by the member's own record.
+        self.owners = [member.id, f"@{member.id}"] if work else [member.id]
+        self.work = (
+            work_index(ctx.ledger, ctx.assertion.session, ctx.policies)
+            if params.use_work_evidence
+            else None
+        )
+
+    def any(self) -> bool:
+        names = self.member.names
+        if _count(self.ctx, names):
+            return True
+        return self.work is not None and any(self.work.count(o) for o in self.owners)
+
+    def best(self, clause: Clause) -> tuple[str | None, Verdict]:
+        """The record that supports the clause, else the closest one and what it says.
+
+        Messages come first, then recorded work; a record that supports the clause and
+        shares all of it ends the search (no other record can be closer)."""
+        terms = query_terms(self.vocab, clause)
+        verdicts: list[tuple[str, Verdict]] = []
+        for records in (self._messages, self._work):
+            for record in records(terms):
+                verdict = compare_clause(clause, record.statement)
+                verdicts.append((record.id, verdict))
+                if verdict.supports and verdict.shared >= clause.size:
+                    return record.id, verdict
+        if not verdicts:
+            return None, Verdict("unrelated", "nothing_shared")
+        return _pick(verdicts)
+
+    def _messages(self, terms: list[frozenset[str]]) -> Iterator[Record]:
+        for m in self.ctx.council.search(self.member.names, terms, self.limit):
+            yield Record(m.id, self.vocab.analyse(canonical(m.content).cased))
+
+    def _work(self, terms: list[frozenset[str]]) -> Iterator[Record]:
+        if self.work is None or not any(self.work.count(o) for o in self.owners):
+            return
+        for item in self.work.search(self.owners, terms, self.work_limit):
+            if isinstance(item, tuple):
+                yield Record(str(item[0]), self.vocab.analyse(str(item[1])))
+
+
+def _count(ctx: CheckContext, names: Sequence[str]) -> int:
+    counter = getattr(ctx.council, "count_from", None)
+    if callable(counter):
+        return int(counter(names))
+    return sum(len(ctx.council.messages_from(n)) for n in names)
+
+
+def _pick(verdicts: list[tuple[str, Verdict]]) -> tuple[str, Verdict]:
+    """A supporting record wins unless a closer one contradicts the claim (the iOS build that
+    failed is closer to "the iOS build is done" than the Android one that was submitted)."""
+    supported = [(v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts) if v.supports]
+    against = [
+        (v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts) if v.kind == "contradicts"
+    ]
+    if supported and max(supported)[0] >= max((a[0] for a in against), default=-1):
+        _, _, rid, verdict = max(supported)
+        return rid, verdict
+    order = {"contradicts": 3, "partial": 2, "unrelated": 1, "supports": 0}
+    _, _, rid, verdict = max(
+        (order[v.kind], v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts)
+    )[1:]
+    return rid, verdict
+
+
+def _outcome(ctx: CheckContext, findings: list[Finding], text: str) -> Outcome:
+    failed = [f for f in findings if f.status == "fail"]
+    doubtful = [f for f in findings if f.status == "unsure"]
+    relays = [_detail(f, text) for f in findings]
+    if failed:
+        why = "; ".join(_why(ctx, f) for f in failed)
+        first = ctx.policies.members[failed[0].relay.member]
+        return fail(ctx.msg("fail", why=why), ctx.msg("hint", **_who(first)), relays=relays)
+    if doubtful:
+        why = "; ".join(_why(ctx, f) for f in doubtful)
+        first = ctx.policies.members[doubtful[0].relay.member]
+        return unsure(ctx.msg("unsure", why=why), ctx.msg("hint", **_who(first)), relays=relays)
+    records = ", ".join(dict.fromkeys(f.record for f in findings if f.record)) or "-"
+    members = [ctx.policies.members[m] for m in dict.fromkeys(f.relay.member for f in findings)]
+    names, ids = ", ".join(m.name for m in members), ", ".join(m.id for m in members)
+    return ok(ctx.msg("ok", name=names, id=ids, record=records), relays=relays)
+
+
+def _why(ctx: CheckContext, finding: Finding) -> str:
+    member = ctx.policies.members[finding.relay.member]
+    if finding.why in ("no_messages", "denied_but_said"):
+        return ctx.msg(finding.why, **_who(member), record=finding.record or "-")
+    values = _filled(finding.values)
+    if finding.why == "status_differs":  # state names in the configured language
+        values = {**values, **{k: ctx.msg(f"state_{values[k]}") for k in ("claim", "record")}}
+    closest = ctx.msg(finding.why, **values)
+    return ctx.msg("no_match", **_who(member), record=finding.record or "-", closest=closest)
+
+
+_PLACEHOLDERS = ("claim", "record", "numbers", "clause", "words")
+
+
+def _filled(values: dict[str, str]) -> dict[str, str]:
+    """Every placeholder a reason may use, so that no message shows a bare {name}."""
+    return {k: values.get(k, "-") for k in _PLACEHOLDERS}
+
+
+def _detail(finding: Finding, text: str) -> dict[str, object]:
+    return {
+        "member": finding.relay.member,
+        "kind": finding.relay.kind,
+        "claim": finding.relay.claim(text),
+        "status": finding.status,
+        "why": finding.why,
+        "record": finding.record,
+        **({"found": finding.values} if finding.values else {}),
+    }
+
+
+def _who(member: MemberPolicy) -> dict[str, str]:
+    """A member as messages name it: by display name (灵通) or by id (lingflow)."""
+    return {"name": member.name, "id": member.id}
 
 
 @dataclass(frozen=True)
@@ -39,37 +259,19 @@ class Claim:
     text: str
 
 
-@lru_cache(maxsize=64)
-def _claim_pattern(names: tuple[str, ...], speech: bool) -> re.Pattern[str]:
-    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    verb = f"(?:{_VERB_ZH}|{_VERB_EN})" + ("" if speech else "?")
-    return re.compile(
-        rf"(?:据|according to\s+)?(?P<name>{alt})(?:的消息|'s message)?\s*{verb}[\s,，:：]*(?P<claim>.*)",
-        re.IGNORECASE | re.DOTALL,
-    )
-
-
 def find_claim(
     text: str, policies: PolicySet, speaker: str, *, speech: bool = False
 ) -> Claim | None:
-    """The first claim in ``text`` about a member other than ``speaker``.
+    """The first relay in ``text`` (any form) of a member other than ``speaker``.
 
-    With ``speech``, only reported speech counts (灵通说…), not any mention of the member.
+    Kept for callers written before :func:`lingyi.checks.relays.find_relays`, which finds
+    every relay with its span; with ``speech``, only reported speech counts, not work.
     """
-    names = tuple(n for m in policies.members.values() for n in m.names)
-    for match in _claim_pattern(names, speech).finditer(text):
-        member = policies.resolve(match.group("name"))
-        if member and member.id != speaker and _is_word(text, match):
-            return Claim(member.id, match.group("claim").strip() or text)
+    canon = canonical(text, policies.names).text
+    for relay in find_relays(canon, policies, speaker):
+        if not speech or relay.kind != "work":
+            return Claim(relay.member, relay.claim(canon) or canon)
     return None
-
-
-def _is_word(text: str, match: re.Match[str]) -> bool:
-    """Latin names must stand alone ("LingFlow", not "LingFlowBot")."""
-    start, end = match.span("name")
-    before = text[start - 1] if start else " "
-    after = text[end] if end < len(text) else " "
-    return not (before.isascii() and before.isalnum()) and not (after.isascii() and after.isalnum())
 
 
 @dataclass(frozen=True)
@@ -82,148 +284,127 @@ class Match:
     contradicts: bool = False  # the record says the opposite about the same work
 
 
-def compare(claim: str, record: str) -> Match:
-    """Does ``record`` support ``claim``? Versions, status and topic must agree.
-
-    The first clause carries the claim; every further clause (而且…, "and found…") must be
-    supported too, so an embellished relay does not pass on the strength of its first half.
-    """
-    cv, rv = versions(claim), versions(record)
-    if cv and not cv <= rv:
-        values = {"claim": ", ".join(sorted(cv)), "record": ", ".join(sorted(rv))}
-        return Match(False, "version_differs" if rv else "version_absent", values)
-    cn, rn = neutral_terms(claim), neutral_terms(record)
-    if rn and not cn <= rn:  # 7月25日 is not 7月15日; 1932 is 1,932
-        return Match(False, "numbers_differ", {"numbers": ", ".join(sorted(cn - rn))})
-    cs, rs = status(claim), status(record)
-    if cs and rs and cs != rs:
-        return Match(False, f"status_claimed_{cs}", contradicts=True)
-    for extra in clauses(claim)[1:]:
-        if not _extra_supported(extra, record):
-            return Match(False, "clause_missing", {"clause": extra.strip()})
-    return _topic_match(claim, record)
+def compare(claim: str, record: str, vocab: Vocabulary | None = None) -> Match:
+    """Does ``record`` support every clause of ``claim``? (texts in any form; the shipped
+    glossary and status words unless ``vocab`` is given)."""
+    vocab = vocab or shipped_vocabulary()
+    said = vocab.analyse(canonical(record).cased)
+    for clause in vocab.analyse(canonical(claim).cased).clauses:
+        verdict = compare_clause(clause, said)
+        if not verdict.supports:
+            why = "clause_missing" if verdict.why == "nothing_shared" else verdict.why
+            values = _filled(_values(clause, verdict))
+            return Match(False, why, values, verdict.kind == "contradicts")
+    return Match(True, "same_claim")
 
 
-# Chinese clauses end at ，；。 or a connective. English commas mostly join appositives
-# ("PR #482, the power fix, is merged") and numbers (2,316), so English splits only at
-# ';' and at connectives that add a claim.
-_CLAUSE = re.compile(
-    r"[，；;。]\s*(?:而且|并且|另外|同时|此外|但是|但)?|而且|并且|另外|此外|"
-    r",?\s+and\s+(?=also |found |there |it |no |she |he |they |we |i )|,?\s+(?:but|while)\s+",
-    re.IGNORECASE,
+@lru_cache(maxsize=1)
+def shipped_vocabulary() -> Vocabulary:
+    """The vocabulary of the packaged lexicons (for callers without loaded policies)."""
+    folder = defaults_dir() / "validators" / "lexicons"
+    glossary = load_lexicon(folder / "glossary.toml")
+    status = load_lexicon(folder / "status.toml")
+    return Vocabulary(glossary.groups, status.groups, {})
+
+
+# ---- the vocabulary and the queries ----------------------------------------------------
+
+_VOCABULARIES: dict[tuple[int, int, int], tuple[Lexicon, Lexicon, Vocabulary]] = {}
+
+
+def vocabulary(ctx: CheckContext, params: CommunicationParams) -> Vocabulary:
+    """The glossary and status lexicons of the loaded policies, built once per policy version."""
+    glossary, status = ctx.lexicon(params.glossary), ctx.lexicon(params.status)
+    key = (id(glossary), id(status), id(ctx.policies))
+    if key not in _VOCABULARIES:
+        if len(_VOCABULARIES) >= 8:  # old policy versions
+            _VOCABULARIES.pop(next(iter(_VOCABULARIES)))
+        members = {m.id: m.names for m in ctx.policies.members.values()}
+        built = Vocabulary(glossary.groups, status.groups, members)
+        _VOCABULARIES[key] = (glossary, status, built)  # the lexicons pin their ids
+    return _VOCABULARIES[key][2]
+
+
+_QUERIES: weakref.WeakKeyDictionary[Clause, list[frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def query_terms(vocab: Vocabulary, clause: Clause) -> list[frozenset[str]]:
+    """What to look a clause up by (kept with the clause: clauses are cached by the
+    vocabulary, and one vocabulary gives one query)."""
+    if (found := _QUERIES.get(clause)) is None:
+        found = _QUERIES[clause] = _query_terms(vocab, clause)
+    return found
+
+
+def _query_terms(vocab: Vocabulary, clause: Clause) -> list[frozenset[str]]:
+    """Each concept in all its forms, each literal, each entity."""
+    groups = [vocab.index_forms(u[2:]) for u in clause.units | clause.negated if u.startswith("c:")]
+    groups += [frozenset(index_terms(u[2:])) for u in clause.units if u[:2] in ("w:", "z:")]
+    ents = clause.entities
+    groups += [frozenset({v}) for v in ents.versions]
+    groups += [frozenset(index_terms(i)) for i in ents.ids]
+    groups += [frozenset(_number_terms(n.values)) for n in ents.numbers]
+    return [g for g in groups if g]
+
+
+def _number_terms(values: frozenset[Decimal]) -> set[str]:
+    return {format(v.normalize(), "f") for v in values}
+
+
+# ---- work evidence of this session ------------------------------------------------------
+
+_WORK: weakref.WeakKeyDictionary[Ledger, dict[tuple[str, int], tuple[int, RecordIndex]]] = (
+    weakref.WeakKeyDictionary()
 )
 
 
-def clauses(claim: str) -> list[str]:
-    """The claim split at clause boundaries; empty pieces dropped."""
-    return [c for c in _CLAUSE.split(claim) if c and c.strip(" .。")] or [claim]
+def work_index(ledger: Ledger, session: str, policies: PolicySet) -> RecordIndex:
+    """The session's recorded work, indexed by the member who did it ("lingflow") and by the
+    members it names ("@lingflow"), and by term; only entries new since the last call are read.
 
-
-def _extra_supported(clause: str, record: str) -> bool:
-    """Same language: half its words, or two of them, are in the record. Across: its concepts."""
-    if lang_of(clause) != lang_of(record):
-        return concepts(clause) <= concepts(record)
-    ct = bigrams(clause) | words(clause)
-    shared = len(ct & (bigrams(record) | words(record)))
-    return not ct or shared >= 2 or shared / len(ct) >= 0.5
-
-
-def _topic_match(claim: str, record: str) -> Match:
-    cc, rc = concepts(claim), concepts(record)
-    if cc and (missing := cc - rc):
-        return Match(False, "topic_missing", {"topics": ", ".join(sorted(missing))})
-    if lang_of(claim) != lang_of(record):
-        return _across_languages(claim, record, cc)
-    if cc:
-        return Match(True, "same_topic")
-    ct, rt = terms(claim), terms(record)
-    share = len(ct & rt) / max(1, len(ct))
-    return Match(share >= 0.4, "terms_shared", {"share": f"{share:.0%}"})
-
-
-def _across_languages(claim: str, record: str, cc: frozenset[str]) -> Match:
-    """Across languages only concepts, numbers, ids and shared literals (道家, PR #482) compare.
-
-    :func:`compare` has already required every number to agree; the claim must share two
-    concepts, or one concept plus a number, id or literal, with the record.
+    Evidence of a member's work backs a relay only in the session that recorded it.
     """
-    shared_numbers = neutral_terms(claim) & neutral_terms(record)
-    literal = {t for t in terms(claim) & terms(record) if not t.startswith("@")}
-    agree = len(cc) >= 2 or bool(shared_numbers or literal)
-    return Match(agree, "across_agree" if agree else "across_little")
+    sessions = _WORK.setdefault(ledger, {})
+    key = (session, id(policies))
+    seen, index = sessions.get(key, (0, RecordIndex()))
+    entries = _session_entries(ledger, session)
+    for entry in entries[seen:]:
+        for item in entry.evidence:
+            canon = canonical(_work_text(entry, item.title, item.snippet))
+            owners = {entry.member} | {f"@{m}" for m in _named(canon.text, policies)}
+            for owner in owners:
+                index.add(owner, canon.text, (item.id, canon.cased), canonical=True)
+    if len(sessions) > 64:  # old policy versions and long-gone sessions
+        sessions.pop(next(iter(sessions)))
+    sessions[key] = (len(entries), index)
+    return index
 
 
-class CommunicationParams(CheckParams):
-    use_work_evidence: bool = True
+def _named(text: str, policies: PolicySet) -> set[str]:
+    """Members a text names (by any of their names, as whole words)."""
+    pattern, owners = _name_finder(policies)
+    return {owners[m.group(0)] for m in pattern.finditer(text)}
 
 
-@register("communication.on_record", CommunicationParams)
-def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
-    """A claim about another member's words or work must match that member's record."""
-    claim = find_claim(ctx.assertion.content, ctx.policies, ctx.member.id)
-    if claim is None:
-        return ok(ctx.msg("no_claim"))
-    member = ctx.policies.members[claim.member]
-    records = _records(ctx, member, params.use_work_evidence)
-    results = [(rid, text, compare(claim.text, text)) for rid, text in records]
-    if found := _supporting(claim.text, results):
-        return ok(ctx.msg("ok", **_who(member), record=found), member=member.id, matched=found)
-    return _not_on_record(ctx, member, claim, results)
+_FINDERS: dict[int, tuple[PolicySet, re.Pattern[str], dict[str, str]]] = {}
 
 
-def _supporting(claim: str, results: list[tuple[str, str, Match]]) -> str | None:
-    """The id of the record that supports the claim, unless a closer record contradicts it.
-
-    "iOS v2.4.1 is done" matches "Android v2.4.1 submitted" loosely, but the iOS message
-    that says it failed is closer: the claim is about that one.
-    """
-    wanted = terms(claim) | neutral_terms(claim)
-
-    def closeness(text: str) -> int:
-        return len(wanted & (terms(text) | neutral_terms(text)))
-
-    supported = [(closeness(t), rid) for rid, t, m in results if m.ok]
-    contradicted = [closeness(t) for _, t, m in results if m.contradicts]
-    if not supported:
-        return None
-    best, rid = max(supported)
-    return rid if best >= max(contradicted, default=-1) else None
+def _name_finder(policies: PolicySet) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One pattern of every member name, built once per policy set (which pins its id)."""
+    if id(policies) not in _FINDERS:
+        if len(_FINDERS) >= 8:
+            _FINDERS.pop(next(iter(_FINDERS)))
+        owners = {n.casefold(): m.id for m in policies.members.values() for n in m.names}
+        alt = "|".join(re.escape(n) for n in sorted(owners, key=len, reverse=True))
+        pattern = re.compile(rf"(?<![a-z0-9])(?:{alt})(?![a-z0-9])")
+        _FINDERS[id(policies)] = (policies, pattern, owners)
+    return _FINDERS[id(policies)][1:]
 
 
-def _records(ctx: CheckContext, member: MemberPolicy, use_work: bool) -> list[tuple[str, str]]:
-    msgs = [(m.id, m.content) for name in member.names for m in ctx.council.messages_from(name)]
-    if use_work:
-        msgs += [
-            (e.id, f"{entry.tool} {entry.arguments} {e.title} {e.snippet}")
-            for entry in ctx.ledger.entries_by(member.id)
-            for e in entry.evidence
-        ]
-    return list(dict.fromkeys(msgs))
+def _session_entries(ledger: Ledger, session: str) -> Sequence[LedgerEntry]:
+    return ledger.session(session).entries
 
 
-def _who(member: MemberPolicy) -> dict[str, str]:
-    """A member as messages name it: by display name (灵通) or by id (lingflow)."""
-    return {"name": member.name, "id": member.id}
-
-
-def _not_on_record(
-    ctx: CheckContext, member: MemberPolicy, claim: Claim, results: list[tuple[str, str, Match]]
-) -> Outcome:
-    if not results:
-        why = ctx.msg("no_messages", **_who(member))
-    else:
-        rid, _, match = _closest(claim.text, results)
-        closest = ctx.msg(match.why, **match.values)
-        why = ctx.msg("no_match", **_who(member), record=rid, closest=closest)
-    return fail(
-        ctx.msg("fail", why=why),
-        ctx.msg("hint", **_who(member)),
-        member=member.id,
-        claim=claim.text,
-    )
-
-
-def _closest(claim: str, results: list[tuple[str, str, Match]]) -> tuple[str, str, Match]:
-    """The record sharing the most terms with the claim: the one a person would compare."""
-    wanted = terms(claim)
-    return max(results, key=lambda r: len(wanted & terms(r[1])))
+def _work_text(entry: LedgerEntry, title: str, snippet: str) -> str:
+    args = " ".join(f"{k} {v}" for k, v in entry.arguments.items())
+    return f"{entry.tool} {args} {title} {snippet}"

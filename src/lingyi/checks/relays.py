@@ -1,35 +1,104 @@
 """Relays: where a text reports what another council member said or did.
 
 A text may hold several relays ("灵通说…，灵研也说…", "LingFlow and LingZhi both said…"); each
-names a member as the speaker of a claim. The speaker's own name is no relay ("灵研：灵知说…"
-relays 灵知 only), and a member's name alone claims nothing (a to-do list, a message addressed
-to a member, a description of its role). Texts are canonical (lingyi.text), so the verbs and
-names here are in canonical form: case-folded, simplified, full-width punctuation as ASCII.
+names a member as the speaker of a claim, or as the one who did the work ("灵通已经完成了审计",
+"LingFlow merged PR #12"). Reported speech takes many forms: a speech verb (说, 表示, told me,
+reckons), a lead (据…, 按…的说法, according to…, per…, as … put it), the member's words
+(灵通的原话：…), a transcript-style "灵通：…" at the start of a sentence, an attribution after
+the claim ("…，灵通说的", "…, per LingFlow", "…，灵通也确认了"), and a pronoun that continues
+the last relay (他说的是…, "he said…"). A denial ("灵通并没有说…", "LingFlow did
+not say…") is a relay too: what it says the member did not say must not be on the record.
+
+What is no relay: the speaker's own name ("灵研：灵知说…" relays 灵知 only); a member's name
+alone (a to-do list assigning work, a message or a request addressed to a member, a
+description of its role); a question; the marker quoted as a phrase ('not a "灵通说"').
+
+Texts are canonical (lingyi.text), so the verbs and names here are in canonical form:
+case-folded, simplified, full-width punctuation as ASCII.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from lingyi.policy import PolicySet
 
+_ADVERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午|早上|晚上|也|都|还|又|一致|亲口|明确|再次|特别|专门|公开|私下)*"
+_TO_ME_ZH = r"(?:跟我|对我|和我|向我|给我|在群里|在会上|在议事会上|在频道里)?"
+_SPEECH_ZH = (
+    r"(?:说的是|说过|说|表示|告诉我|告诉|称|提到|提醒|强调|透露|说明|确认|报告|反馈|通知|讲|回复|"
+    r"宣布|汇报|指出|认为|觉得|表态|留言|写道|补充|同步|播报|声称|承认|保证|答复|发消息说|口头说)"
+)
+# 说道 is "said", but 说道家… is 说 + 道家: 道 belongs to the verb only before punctuation.
 _VERB_ZH = (
-    r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午|也|都|还|又)?(?:跟我|对我|和我|向我|在群里)?"
-    r"(?:说过|说|表示|告诉我|告诉|称|提到|提醒|强调|透露|说明|确认|报告|反馈|通知|讲|回复|宣布|汇报|指出)"
-    r"(?:了|过)?"
+    rf"{_ADVERB_ZH}{_TO_ME_ZH}{_SPEECH_ZH}(?:了|过|道(?=[\s,:\"“]))?(?:大家|各位|我们|团队|所有人)?"
 )
-_VERB_EN = (
-    r"(?:(?:also|both|all|has|had|have|just|already)\s+)*(?:said|says|told\s+(?:me|us)|tells\s+(?:me|us)|"
+_WORDS_ZH = r"(?:的原话|的说法|的意思|的消息|的回复|的通知|的报告|的反馈|的话)"
+_ADVERB_EN = r"(?:(?:also|both|all|has|had|have|just|already|personally|clearly|again|then)\s+)*"
+_SPEECH_EN = (
+    r"(?:said|says|say|told\s+(?:me|us|the\s+\w+|everyone)|tells\s+(?:me|us|everyone)|"
     r"reported|reports|confirmed|confirms|mentioned|mentions|announced|announces|stated|states|"
-    r"wrote|writes|noted|notes|claims|claimed|posted|let\s+(?:me|us)\s+know)(?:\s+that)?"
+    r"noted|notes|claims|claimed|let\s+(?:me|us)\s+know|reckons|reckoned|thinks|believes|"
+    r"put\s+it|insisted|admitted|assured\s+(?:me|us)|informed\s+(?:me|us)|updated\s+(?:me|us)|"
+    r"pointed\s+out|agreed|agrees|agree|"
+    # Verbs that also name work ("posted 611 messages", "added two tests") report speech
+    # only when a clause or a quote follows.
+    r"(?:wrote|writes|posted|posts|added|shared|flagged|explained|replied|answered)"
+    r"(?=\s+that\b|\s*[:\"“]|\s+(?:in|on)\s+the\s+(?:council|channel|group)))"
 )
-_VERB = rf"(?:{_VERB_ZH}|{_VERB_EN})"
-_JOIN = r"\s*(?:和|与|跟|及|、|,|&|and)\s*"  # 灵通和灵研都说, "LingFlow and LingZhi said"
-_LEAD = r"(?:据|according\s+to\s+)"
+_VERB_EN = rf"{_ADVERB_EN}{_SPEECH_EN}(?:\s+that)?"
+_WORDS_EN = r"(?:'s\s+(?:message|words|note|update|reply|report|post))"
+_VERB = rf"(?:{_VERB_ZH}|{_WORDS_ZH}|{_VERB_EN}|{_WORDS_EN})"
+_DENY_ZH = rf"(?:并|可)?(?:没有|没|未|从未|从没|不曾){_ADVERB_ZH}{_SPEECH_ZH}(?:过)?"
+_DENY_EN = r"(?:did\s+not|didn't|never|has\s+not|hasn't|does\s+not|doesn't)\s+(?:say|said|tell\s+(?:me|us)|claim|mention|report|confirm)(?:\s+that)?"
+# Work done, reported without a speech verb: 已经/已 or a verb of council work with 了/完,
+# and English past tenses. Plans, duties and to-do items (会, 负责, fixes) are none.
+_WORK_ZH = (
+    r"(?:刚刚|刚|昨天|今天|上午|下午|早上|也|都|还|又)*(?:已经|已)"
+    r"|(?:刚刚|刚|昨天|今天|上午|下午|早上|也|都|还|又)*(?:完成|合并|新增|修复|修好|部署|发布|上线|"
+    r"推送|提交|删除|删掉|移除|下线|更新|重建|备份|导入|导出|标注|清洗|训练|跑完|做完|搞定|找到|发现|"
+    r"回滚|切出|拆分|上传|整理|审计|测试|分析|统计|收录|录入|加了|做了|写完|改完|跑了)(?:了|完|好|掉|过)"
+)
+_WORK_EN = (
+    r"(?:(?:has|have|had)\s+)?(?:(?:already|just|also|finally|now|successfully)\s+)?"
+    r"(?:[a-z]+ed|found|ran|cut|built|rebuilt|made|sent|put|wrote|began|split|set\s+up|took|"
+    r"brought|did|shipped|held|got|went|kept|left|won|lost|saw|spent|undid|withdrew)\b"
+)
+_JOIN = r"\s*(?:和|与|跟|及|、|,|&|and|as\s+well\s+as)\s*"
+# Leads that make a relay without a verb. Weaker ones (按…的说法, 听…讲, as … put it) carry
+# their own verb and are found by it.
+_LEAD = r"(?:据|according\s+to\s+|per\s+|quoting\s+|转达)"
+# "As LingFlow posted, …": a verb that also names work reports speech after "as" and a comma.
+_AS_VERB = r"(?:posted|wrote|shared|added|explained|replied|answered|said|noted|mentioned)(?=\s*,)"
+# Attribution after the claim: "v3 ships Friday, LingFlow said." / "…（据灵通）".
+_TRAIL_LEAD = r"(?:(?:and|while)\s+)?(?P<lead>据|according\s+to\s+|per\s+|as\s+|so\s+says\s+|says\s+|said\s+)?"
+_TRAIL_ADVERB = r"(?:\s*(?:也|都|还|同样|亦|also|too|as\s+well)\s*)*"
+_TRAIL_VERB = (
+    rf"(?P<verb>{_TRAIL_ADVERB}\s*(?:{_SPEECH_EN}|{_SPEECH_ZH}(?:的|了|过)?|讲的|说的)"
+    rf"(?:\s+(?:it|so|this|that))?{_TRAIL_ADVERB})?"
+)
+_TRAIL_END = r"\s*[)）]?\s*(?=[.。!！]?\s*$|[.。!！;\n])"
+_PRONOUN = re.compile(rf"(?:他|她|ta|他们|她们|对方){_VERB_ZH}|\b(?:he|she|they)\s+{_VERB_EN}")
 _AFTER_VERB = re.compile(r"[\s,:\"'“”‘’]*")
-_SENTENCE_END = re.compile(r"[。！？!?\n]|\.(?:\s|$)|;\s")
+_SENTENCE_END = re.compile(r"[。！？!?\n;]|\.(?:\s|$)")
+# Where the relayer's own reasoning starts: "…, so v0.17 ships Monday" is not the member's.
+_OWN_CONCLUSION = re.compile(
+    r"[,\s]*(?:所以|因此|因而|据此|于是|这说明|这意味着|可见|\bso\b|\btherefore\b|\bhence\b|\bthus\b|"
+    r"which\s+means|that\s+means|meaning\s+that)"
+)
+# Before a name: the name is an addressee or an object ("请灵通确认", "ask LingFlow"), not a speaker.
+_ADDRESSED = re.compile(
+    r"(?:请|让|叫|麻烦|跟|和|对|给|向|问|帮|替|由|等|@|提醒|通知|催|cc)\s*$"
+    r"|\b(?:ask|asked|asking|tell|told|ping|pinged|thank|thanks|to|for|with|cc|dear|hi|hey|let|did|does|do|has|have|is|was|@)\s+$"
+)
+_OPEN_QUOTE = re.compile(r"[\"'“‘「『]\s*$")
+_CLOSE_QUOTE = re.compile(r"^\s*[\"'”’」』]")
+_QUESTION = re.compile(r"(?:[?？]|吗|么|呢)\s*$")
+_REQUEST = re.compile(
+    r"\s*(?:请|麻烦|能不能|能否|可否|可以|帮忙|please|can\s+you|could\s+you|would\s+you|pls)"
+)
 
 
 @dataclass(frozen=True)
@@ -38,51 +107,150 @@ class Relay:
 
     member: str  # canonical member id
     name: str  # the name as it appears (canonical)
-    start: int  # where the relay begins (the name, or 据/according to)
+    start: int  # where the relay begins (the name, 据/according to, or a claim attributed after)
     claim_start: int
     end: int  # where the claim ends (the next relay or the end of the sentence)
+    kind: str = "speech"  # "speech" (said), "work" (did), "denied" (did not say)
 
     def claim(self, text: str) -> str:
         return text[self.claim_start : self.end].strip(" ,.;:。，；")
 
 
 @lru_cache(maxsize=64)
-def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     name = rf"(?<![a-z0-9])(?:{alt})(?![a-z0-9])"
     group = rf"(?P<names>{name}(?:{_JOIN}{name})*)"
-    return re.compile(
-        rf"(?P<lead>{_LEAD})?{group}(?:的消息|'s\s+message)?\s*(?(lead)(?:{_VERB})?|{_VERB})"
+    return (
+        re.compile(rf"(?:,|，|\(|（|—|--|\s-)\s*{_TRAIL_LEAD}{group}{_TRAIL_VERB}{_TRAIL_END}"),
+        re.compile(rf"{group}(?:\s*{_DENY_ZH}|\s+{_DENY_EN})"),
+        re.compile(
+            rf"(?P<lead>{_LEAD}|as\s+(?={name}\s+{_AS_VERB}))?{group}"
+            rf"\s*(?(lead)(?:{_AS_VERB}|{_VERB})?|{_VERB})"
+        ),
+        re.compile(rf"(?:^|(?<=[。！？!?\n.]))\s*{group}\s*:(?!//)"),
+        re.compile(rf"{group}(?=\s*(?:{_WORK_ZH})|\s+{_WORK_EN})"),
+        re.compile(name),
     )
-
-
-@lru_cache(maxsize=64)
-def _one_name(names: tuple[str, ...]) -> re.Pattern[str]:
-    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![a-z0-9])(?:{alt})(?![a-z0-9])")
 
 
 def find_relays(text: str, policies: PolicySet, speaker: str) -> list[Relay]:
     """Every relay in canonical ``text`` of a member other than ``speaker``, in order."""
-    names = tuple(n.casefold() for n in policies.names)
-    found: list[Relay] = []
-    for match in _names_pattern(names).finditer(text):
-        claim_start = _AFTER_VERB.match(text, match.end()).end()  # type: ignore[union-attr]
-        for name in _one_name(names).finditer(match.group("names")):
+    trail, deny, speech, colon, work, one = _patterns(tuple(n.casefold() for n in policies.names))
+    if not one.search(text):  # no member named: nothing to relay (most texts)
+        return []
+    found: list[Relay] = _trailing(text, trail, one, policies, speaker)
+    taken: list[tuple[int, int]] = [(r.end, r.claim_start) for r in found]
+    for kind, pattern in (("denied", deny), ("speech", speech), ("quote", colon), ("work", work)):
+        for match in pattern.finditer(text):
+            if _overlaps(match.span(), taken) or not _is_claim(text, match, kind):
+                continue
+            taken.append(match.span())
+            claim_start = _AFTER_VERB.match(text, match.end()).end()  # type: ignore[union-attr]
+            for name in one.finditer(match.group("names")):
+                member = policies.resolve(name.group(0))
+                if member is not None and member.id != speaker:
+                    found.append(
+                        Relay(member.id, name.group(0), match.start(), claim_start, len(text), kind)
+                    )
+    found += _pronouns(text, found, taken)
+    return _bounded(text, sorted(found, key=lambda r: (r.start, r.member)))
+
+
+def _trailing(
+    text: str, pattern: re.Pattern[str], one: re.Pattern[str], policies: PolicySet, speaker: str
+) -> list[Relay]:
+    """Relays whose speaker comes after the claim: the claim is the sentence before it.
+
+    ``claim_start`` marks where the attribution ends (so that no other pattern reads it
+    again) until :func:`_bounded` sets the real span, kept in ``start``..``end``.
+    """
+    found = []
+    for match in pattern.finditer(text):
+        start = max((m.end() for m in _SENTENCE_END.finditer(text, 0, match.start())), default=0)
+        if not text[start : match.start()].strip() or not (
+            match.group("lead") or match.group("verb")
+        ):
+            continue  # "Thanks, LingFlow." addresses a member; it attributes nothing
+        for name in one.finditer(match.group("names")):
             member = policies.resolve(name.group(0))
             if member is not None and member.id != speaker:
-                found.append(Relay(member.id, name.group(0), match.start(), claim_start, len(text)))
-    return _bounded(text, found)
+                found.append(
+                    Relay(member.id, name.group(0), start, match.end(), match.start(), "trailing")
+                )
+    return found
+
+
+def _trailed(relay: Relay, before: list[Relay]) -> Relay:
+    """ "灵研说 X，灵通也确认了": the same claim as the relay it follows, else the sentence."""
+    inside = [r for r in before if relay.start <= r.start < relay.end and r.claim_start < r.end]
+    if inside:
+        return replace(relay, claim_start=inside[-1].claim_start, end=inside[-1].end, kind="speech")
+    return replace(relay, claim_start=relay.start, kind="speech")
+
+
+def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    return any(a < span[1] and span[0] < b for a, b in taken)
+
+
+def _is_claim(text: str, match: re.Match[str], kind: str) -> bool:
+    """Not an addressee, not a quoted marker, not a question, not a request ("灵通：请…")."""
+    start, end = match.start("names"), match.end()
+    if not match.groupdict().get("lead") and _ADDRESSED.search(text[max(0, start - 12) : start]):
+        return False
+    if kind == "quote" and _REQUEST.match(text, end):
+        return False
+    if _OPEN_QUOTE.search(text[max(0, match.start() - 2) : match.start()]) and _CLOSE_QUOTE.match(
+        text[end : end + 2]
+    ):
+        return False
+    stop = _SENTENCE_END.search(text, end)
+    return not _QUESTION.search(text[end : stop.end() if stop else len(text)].rstrip(" .。"))
+
+
+def _pronouns(text: str, found: list[Relay], taken: list[tuple[int, int]]) -> list[Relay]:
+    """ "他说的是…", "he said…": the last member relayed before it said it."""
+    out = []
+    for match in _PRONOUN.finditer(text):
+        before = [r for r in found if r.start < match.start()]
+        if not before or _overlaps(match.span(), taken):
+            continue
+        last = max(before, key=lambda r: r.start)
+        claim_start = _AFTER_VERB.match(text, match.end()).end()  # type: ignore[union-attr]
+        out.append(Relay(last.member, match.group(0), match.start(), claim_start, len(text)))
+    return out
+
+
+_PREMISE = re.compile(
+    r"(?:\b(?:since|because|as|given\s+that|now\s+that)|既然|因为|由于|鉴于)[^。！？!?\n;]*$"
+)
+
+
+def _premise(text: str, relay: Relay) -> bool:
+    """The relay is the premise of the speaker's own conclusion (since…, 既然…)."""
+    start = max((m.end() for m in _SENTENCE_END.finditer(text, 0, relay.start)), default=0)
+    return bool(_PREMISE.search(text[start : relay.start]))
 
 
 def _bounded(text: str, relays: list[Relay]) -> list[Relay]:
-    """Each claim ends at the next relay that starts after it, or at the end of its sentence."""
-    starts = sorted({r.start for r in relays})
-    out = []
-    for relay in relays:
-        following = [s for s in starts if s > relay.claim_start]
-        limit = min(following, default=len(text))
-        stop = _SENTENCE_END.search(text, relay.claim_start, limit)
-        end = stop.start() if stop else limit
-        out.append(Relay(relay.member, relay.name, relay.start, relay.claim_start, end))
-    return out
+    """Each claim ends at the next relay that starts after it, or at the end of its sentence;
+    a claim attributed after it ("…，灵通说的") ends where the attribution starts."""
+    starts = sorted({r.start for r in relays if r.kind != "trailing"})
+    starts += sorted(r.end for r in relays if r.kind == "trailing")
+    out = [_one(text, r, starts) for r in relays if r.kind != "trailing"]
+    out += [_trailed(r, out) for r in relays if r.kind == "trailing"]
+    return sorted(out, key=lambda r: (r.start, r.member))
+
+
+def _one(text: str, relay: Relay, starts: list[int]) -> Relay:
+    following = [s for s in starts if s > relay.claim_start]
+    limit = min(following, default=len(text))
+    stop = _SENTENCE_END.search(text, relay.claim_start, limit)
+    end = stop.start() if stop else limit
+    own = _OWN_CONCLUSION.search(text, relay.claim_start, end)
+    if own and own.start() > relay.claim_start:
+        end = own.start()
+    elif _premise(text, relay):  # "since LingFlow said X, …": the rest is the speaker's
+        comma = re.compile(r"[,，]").search(text, relay.claim_start, end)
+        end = comma.start() if comma else end
+    return replace(relay, end=end)
