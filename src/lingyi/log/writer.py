@@ -22,7 +22,7 @@ from lingyi._locks import FileMutex, lock_path
 from lingyi.errors import LogError
 from lingyi.log.chain import GENESIS, canonical
 from lingyi.log.records import SCHEMA_VERSION, RecordModel
-from lingyi.redact import may_hold_secret, redact
+from lingyi.redact import redact_record
 
 _TAIL_BLOCK = 64 * 1024
 # O_BINARY: on Windows, a text-mode descriptor would turn "\n" into "\r\n" and change what
@@ -127,8 +127,7 @@ class VerificationLog:
             prefix = b"" if ends_with_newline else b"\n"  # isolate a torn line
         record["prev"] = self._last_hash
         body = canonical(record)
-        if may_hold_secret(body):  # the text is needed for the hash anyway: look once
-            record.update(redact(record))
+        if redact_record(record, body=body):  # the text is needed for the hash anyway: look once
             body = canonical(record)
         record["hash"] = hashlib.sha256(body.encode()).hexdigest()
         line = prefix + (body[:-1] + f',"hash":"{record["hash"]}"}}\n').encode()
