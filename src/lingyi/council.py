@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lingyi._ids import new_id, utc_now
 from lingyi._locks import FileMutex, lock_path
+from lingyi.redact import redact_value
 
 log = structlog.get_logger()
 
@@ -72,7 +73,9 @@ class FileCouncil:
         return self._memory.messages_from(member)
 
     def append(self, message: CouncilMessage) -> None:
-        line = json.dumps(message.model_dump(by_alias=True), ensure_ascii=False) + "\n"
+        # The record is read by every member and reviewer: no secret is written to it.
+        row = redact_value(message.model_dump(by_alias=True))
+        line = json.dumps(row, ensure_ascii=False) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # newline="\n": the record is the same bytes on Windows (no "\r\n" translation).
         with self._writers, self.path.open("a", encoding="utf-8", newline="\n") as handle:

@@ -17,6 +17,7 @@ from mcp_types import Completion, ResourceTemplateReference
 from lingyi import messages
 from lingyi.log import tail_records
 from lingyi.policy import MemberPolicy
+from lingyi.redact import redact_value
 from lingyi.server.app import ConnectionScope, GuardApp
 
 RECENT_LOG_RECORDS = 50
@@ -38,7 +39,9 @@ def add_resources(server: MCPServer[ConnectionScope], app: GuardApp) -> None:
                 app.config.language, "server.unknown_member", member=repr(member), members=known
             )
             raise ResourceError(text)
-        return json.dumps(policy_view(policy), ensure_ascii=False, indent=2)
+        return json.dumps(
+            redact_value(policy_view(policy), keys=False), ensure_ascii=False, indent=2
+        )
 
     @server.resource(
         "lingyi://log/recent",
@@ -58,7 +61,7 @@ def add_resources(server: MCPServer[ConnectionScope], app: GuardApp) -> None:
     def weekly_report() -> str:
         from lingyi.report import weekly_report_markdown  # the report loads only when read
 
-        return weekly_report_markdown(app.config)
+        return weekly_report_markdown(app.config)  # from stats, which are redacted
 
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
         """Member names for lingyi://policy/{member}: ids, display names and aliases."""
@@ -82,5 +85,8 @@ def policy_view(policy: MemberPolicy) -> dict[str, Any]:
 
 
 def recent_records(path: Path, count: int = RECENT_LOG_RECORDS) -> list[dict[str, Any]]:
-    """The last ``count`` readable records, oldest first, read backwards (any record size)."""
-    return tail_records(path, count)
+    """The last ``count`` readable records, oldest first, read backwards (any record size).
+
+    Redacted again: a record written before redaction covered a format may still hold it.
+    """
+    return [redact_value(r) for r in tail_records(path, count)]
