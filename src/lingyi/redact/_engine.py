@@ -21,16 +21,18 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import ahocorasick
 
-from lingyi.redact._catalog import Catalog, SecretFormat
+from lingyi.redact._catalog import Catalog, KeyRules, SecretFormat
 from lingyi.redact._normal import WIDE_COLON, Skeleton, screen, skeleton
 
 MARKER = re.compile(r"\[REDACTED(?::[a-z0-9_]{1,32}:[0-9a-f]{6})?\]")
 _UNKEYED = b"lingyi-redaction-marker-v1"
 _KEYS = -1  # the automaton's value for a secret key's spelling (not a format index)
+_SHORT = 80  # texts up to this length have their hint pass cached
 
 
 @dataclass(frozen=True)
@@ -77,15 +79,22 @@ class Redactor:
         for spelling, found in owners.items():
             self._hints.add_word(spelling, frozenset(found))
         self._hints.make_automaton()
+        # Keys, codes and the catalogue's wordings come back in every record: remembered.
+        self._hinted_short = lru_cache(maxsize=8192)(self._hinted)
 
     # --- which formats could be present -------------------------------------------------
 
     def hinted(self, text: str) -> set[int]:
         """The formats (and _KEYS) whose hints occur in ``text``'s matching form."""
+        if len(text) <= _SHORT:
+            return set(self._hinted_short(text))
+        return set(self._hinted(text))
+
+    def _hinted(self, text: str) -> frozenset[int]:
         found: set[int] = set()
         for _, owners in self._hints.iter(screen(text)):
             found |= owners
-        return found
+        return frozenset(found)
 
     # --- texts --------------------------------------------------------------------------
 
@@ -94,9 +103,9 @@ class Redactor:
 
         ``only``: the formats the caller's hint pass found (a record's walk); others are skipped.
         """
-        if only is not None and not set(only) - {_KEYS}:
-            return []
-        wanted = self.hinted(text) if only is None else set(only) & self.hinted(text)
+        wanted = self.hinted(text)
+        if only is not None:
+            wanted &= set(only)
         formats = [self.catalog.formats[i] for i in sorted(wanted) if i != _KEYS]
         if not formats:
             return []
@@ -109,6 +118,10 @@ class Redactor:
         for f in reversed(findings):
             text = text[: f.start] + marker(f.kind, f.value, key) + text[f.end :]
         return text
+
+    def secret_key(self, key: str) -> bool:
+        """Is ``key`` (an argument name, in any spelling) a name whose value is a secret?"""
+        return _secret_key(self.catalog.keys, key)
 
     # --- structures ---------------------------------------------------------------------
 
@@ -144,26 +157,36 @@ class _Walk:
     """One walk over a structure whose JSON text held hints of ``wanted``."""
 
     def __init__(self, redactor: Redactor, wanted: set[int], key: bytes | None) -> None:
-        self.redactor, self.wanted, self.key = redactor, wanted, key
-        self.keys = redactor.catalog.keys if _KEYS in wanted else None
+        self.redactor, self.key = redactor, key
+        self.formats = wanted - {_KEYS}  # none: only secret keys to look for, texts stay
+        self.keys = _KEYS in wanted
         self.changed = False
+        self._done: dict[str, str] = {}  # a record repeats its keys and words: each once
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
-            text = self.redactor.redact_text(value, self.key, self.wanted)
-            self.changed = self.changed or text != value
-            return text
+            return self._text(value)
         if isinstance(value, dict):
             return {self._key(k): self._item(k, v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.value(v) for v in value]
         return value
 
+    def _text(self, text: str) -> str:
+        if not self.formats:
+            return text
+        if (done := self._done.get(text)) is None:
+            hits = self.redactor.hinted(text) & self.formats
+            done = self.redactor.redact_text(text, self.key, hits) if hits else text
+            self._done[text] = done
+            self.changed = self.changed or done != text
+        return done
+
     def _key(self, key: Any) -> Any:
-        return self.value(key) if isinstance(key, str) else key
+        return self._text(key) if isinstance(key, str) else key
 
     def _item(self, key: Any, value: Any) -> Any:
-        if self.keys is not None and isinstance(key, str) and self.keys.is_secret(screen(key)):
+        if self.keys and isinstance(key, str) and self.redactor.secret_key(key):
             return self.masked(_key_kind(key), value)
         return self.value(value)
 
@@ -182,6 +205,11 @@ class _Walk:
     def _mark(self, kind: str, secret: str) -> str:
         self.changed = True
         return marker(kind, skeleton(secret).text, self.key)  # hashed as formats hash theirs
+
+
+@lru_cache(maxsize=4096)
+def _secret_key(rules: KeyRules, key: str) -> bool:
+    return rules.is_secret(screen(key))  # the same few keys come back in every record
 
 
 def _matches(fmt: SecretFormat, form: Skeleton) -> list[Finding]:

@@ -80,6 +80,22 @@ def skeleton(text: str) -> Skeleton:
     """``text`` in matching form, each of its characters mapped to the unit it came from."""
     if text.isascii() and "&" not in text:
         return Skeleton(text)
+    resized = False
+
+    def form(match: re.Match[str]) -> str:
+        nonlocal resized
+        out = unit(match.group(0))
+        resized = resized or len(out) != 1 or len(match.group(0)) != 1
+        return out
+
+    same_size = _UNIT.sub(form, text)
+    if not resized:  # ideographs, full-width letters: one character for one, offsets unchanged
+        return Skeleton(same_size)
+    return _mapped(text)
+
+
+def _mapped(text: str) -> Skeleton:
+    """The form of a text whose units change length (zero-width characters, entities)."""
     parts: list[str] = []
     begins: list[int] = []
     ends: list[int] = []
