@@ -150,6 +150,35 @@ def test_ordinary_text_is_written_as_it_is(text: str) -> None:
     assert redact_text(text) == text, find_secrets(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("the password is hunter2.", "the password is [REDACTED:password:*]."),
+        ("密码是abc.123。请保管", "密码是[REDACTED:password:*]。请保管"),
+        ("数据库密码是 hunter22，请保管", "数据库密码是 [REDACTED:password:*]，请保管"),
+        ("my api key is abcd1234efgh!", "my api key is [REDACTED:secret:*]!"),
+    ],
+)
+def test_only_the_secret_is_replaced_not_the_sentence_around_it(text: str, kept: str) -> None:
+    """Punctuation after a secret stated in words stays, in English and in Chinese."""
+    assert (
+        MARKER.sub(lambda m: m.group(0)[: m.group(0).rindex(":") + 1] + "*]", redact_text(text))
+        == kept
+    )
+
+
+def test_long_hostile_text_is_redacted_in_one_pass() -> None:
+    """200 KB of texts built to make a scanner backtrack still come out redacted, each secret
+    replaced (the patterns are bounded: a hostile text costs linear time, not quadratic)."""
+    hostile = "".join(
+        ["password=" * 3000, "-----BEGIN PRIVATE KEY-----x" * 2000, "密码是" * 5000,
+         "password is " + "a" * 40_000, " ", BY_FORMAT["github_token"].sentence]
+    )  # fmt: skip
+    out = redact_text(hostile)
+    assert "a" * 200 not in out and BY_FORMAT["github_token"].secret not in out
+    assert "BEGIN PRIVATE KEY" not in out
+
+
 # --- markers -----------------------------------------------------------------------------
 
 
@@ -160,6 +189,14 @@ def test_markers_tell_secrets_apart_without_showing_them() -> None:
     assert a == b and a != c
     assert marker("github_token", one) != marker("github_token", one, b"deployment key")
     assert redact_text(a) == a  # redacting twice changes nothing
+
+
+def test_overlapping_secrets_are_replaced_together() -> None:
+    """Two findings that overlap become one marker: neither's tail is left in the clear."""
+    pem = BY_FORMAT["private_key"].secret.split("\n-----END")[0]  # no END line
+    text = f"password={pem}"
+    out = redact_text(text)
+    assert out.startswith("password=[REDACTED:") and "MIIEow" not in out and out.count("[") == 1
 
 
 def test_clip_never_cuts_a_marker() -> None:

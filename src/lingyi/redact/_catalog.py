@@ -54,6 +54,7 @@ class _FormatEntry(BaseModel):
     pattern: str
     stopwords: list[str] = []
     check: str | None = None
+    trim: str = ""
 
     @field_validator("id", "kind")
     @classmethod
@@ -112,6 +113,7 @@ class SecretFormat:
     regex: re.Pattern[str]
     stopwords: frozenset[str]
     check: Callable[[str], bool] | None
+    trim: str = ""
 
     def accepts(self, value: str) -> bool:
         """Is this matched value a secret (not a stopword, and passing the format's check)?"""
@@ -163,6 +165,7 @@ def _compiled(path: str, index: int, entry: _FormatEntry) -> SecretFormat:
         regex=regex,
         stopwords=frozenset(w.lower() for w in entry.stopwords),
         check=CHECKS[entry.check] if entry.check else None,
+        trim=entry.trim,
     )
 
 

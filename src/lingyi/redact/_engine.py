@@ -20,7 +20,7 @@ import hmac
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -114,10 +114,11 @@ class Redactor:
         return _disjoint(found, [m.span() for m in MARKER.finditer(text)])
 
     def redact_text(self, text: str, key: bytes | None = None, only: set[int] | None = None) -> str:
-        findings = self.find(text, only)
-        for f in reversed(findings):
-            text = text[: f.start] + marker(f.kind, f.value, key) + text[f.end :]
-        return text
+        parts, done = [], 0
+        for f in self.find(text, only):
+            parts += [text[done : f.start], marker(f.kind, f.value, key)]
+            done = f.end
+        return "".join([*parts, text[done:]]) if parts else text
 
     def secret_key(self, key: str) -> bool:
         """Is ``key`` (an argument name, in any spelling) a name whose value is a secret?"""
@@ -217,9 +218,10 @@ def _matches(fmt: SecretFormat, form: Skeleton) -> list[Finding]:
     named = "secret" in fmt.regex.groupindex
     for match in fmt.regex.finditer(form.text):
         start, end = match.span("secret") if named else match.span()
-        if start < 0 or start == end:
+        value = form.text[start:end].rstrip(fmt.trim) if start >= 0 else ""
+        end = start + len(value)
+        if not value:
             continue
-        value = form.text[start:end]
         if fmt.accepts(value):
             begin, finish = form.span(start, end)
             found.append(Finding(fmt.kind, begin, finish, fmt.id, value))
@@ -227,10 +229,15 @@ def _matches(fmt: SecretFormat, form: Skeleton) -> list[Finding]:
 
 
 def _disjoint(found: list[Finding], taken: list[tuple[int, int]]) -> list[Finding]:
-    """Earliest first, the longer of two that start together; none over another or a marker."""
+    """Earliest first, the longer of two that start together; two that overlap become one
+    (so the tail of the second is not left in the clear); none over an existing marker."""
     kept: list[Finding] = []
     for f in sorted(found, key=lambda f: (f.start, -(f.end - f.start))):
-        spans = taken + [(k.start, k.end) for k in kept[-1:]]
-        if all(f.end <= a or f.start >= b for a, b in spans):
+        if any(f.start < b and a < f.end for a, b in taken):
+            continue
+        last = kept[-1] if kept else None
+        if last is None or f.start >= last.end:
             kept.append(f)
+        elif f.end > last.end:
+            kept[-1] = replace(last, end=f.end, value=f"{last.value}\x00{f.value}")
     return kept

@@ -78,8 +78,8 @@ class Skeleton:
 
 def skeleton(text: str) -> Skeleton:
     """``text`` in matching form, each of its characters mapped to the unit it came from."""
-    if text.isascii() and "&" not in text:
-        return Skeleton(text)
+    if "&" not in text and (text.isascii() or not _ODD.search(text)):
+        return Skeleton(text)  # ASCII, ideographs, punctuation: patterns match them as they are
     resized = False
 
     def form(match: re.Match[str]) -> str:
