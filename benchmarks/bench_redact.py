@@ -101,21 +101,40 @@ def _before_record(record: Record, *, body: str | None = None, key: bytes | None
     return True
 
 
-def timed(rows: list[Record], fn: Callable[[Record], object], rounds: int) -> list[float]:
-    out = []
+def paired(
+    rows: list[Record], steps: tuple[Callable[[Record], object], ...], rounds: int
+) -> list[list[float]]:
+    """Each step on each record, interleaved (a, b, a, b, …) so both see the same load."""
+    out: list[list[float]] = [[] for _ in steps]
     for _ in range(rounds):
         for row in rows:
-            fresh = copy.deepcopy(row)  # the step mutates; the copy is not timed
-            start = time.thread_time()
-            fn(fresh)
-            out.append((time.thread_time() - start) * 1e6)
+            for times, step in zip(out, steps, strict=True):
+                fresh = copy.deepcopy(row)  # the step mutates; the copy is not timed
+                start = time.thread_time()
+                step(fresh)
+                times.append((time.thread_time() - start) * 1e6)
     return out
 
 
-def appends(rows: list[Record], redactor: Callable[..., bool], rounds: int) -> list[float]:
-    writer.redact_record = redactor  # type: ignore[assignment]  # the writer's one call
-    with tempfile.TemporaryDirectory() as tmp, VerificationLog(Path(tmp) / "l.jsonl") as log:
-        return timed(rows, log.append, rounds)
+def appends(rows: list[Record], rounds: int) -> list[list[float]]:
+    """Whole appends, the old and the new redactor behind the writer's call, interleaved."""
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = [VerificationLog(Path(tmp) / f"{n}.jsonl") for n in ("before", "after")]
+        redactors = (_before_record, writer.redact_record)
+
+        def with_redactor(index: int) -> Callable[[Record], object]:
+            def step(record: Record) -> object:
+                writer.redact_record = redactors[index]  # type: ignore[assignment]
+                return logs[index].append(record)
+
+            return step
+
+        try:
+            return paired(rows, (with_redactor(0), with_redactor(1)), rounds)
+        finally:
+            writer.redact_record = redactors[1]  # type: ignore[assignment]
+            for log in logs:
+                log.close()
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -139,17 +158,17 @@ def main() -> int:
     clean = records()
     sets = {"no secret": clean, "1 secret": dirty(clean, 1), "5 secrets + key": dirty(clean, 5)}
     result: dict[str, Any] = {"records": len(clean), "rounds": args.rounds}
-    original = writer.redact_record
     for name, rows in sets.items():
+        step_times = paired(rows, (step_before, step_after), args.rounds)
+        append_times = appends(rows, max(1, args.rounds // 4))
         result[name] = {
-            "redaction before": summary(timed(rows, step_before, args.rounds)),
-            "redaction after": summary(timed(rows, step_after, args.rounds)),
-            "append before": summary(appends(rows, _before_record, args.rounds // 4 or 1)),
-            "append after": summary(appends(rows, original, args.rounds // 4 or 1)),
+            "redaction before": summary(step_times[0]),
+            "redaction after": summary(step_times[1]),
+            "append before": summary(append_times[0]),
+            "append after": summary(append_times[1]),
             "secrets left before": leaks(rows, step_before),
             "secrets left after": leaks(rows, step_after),
         }
-    writer.redact_record = original
     sys.stdout.write(json.dumps(result, indent=None if args.json else 2) + "\n")
     return 0
 

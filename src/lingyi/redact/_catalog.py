@@ -55,6 +55,7 @@ class _FormatEntry(BaseModel):
     stopwords: list[str] = []
     check: str | None = None
     trim: str = ""
+    confirm: bool = False
 
     @field_validator("id", "kind")
     @classmethod
@@ -114,6 +115,7 @@ class SecretFormat:
     stopwords: frozenset[str]
     check: Callable[[str], bool] | None
     trim: str = ""
+    confirm: bool = False
 
     def accepts(self, value: str) -> bool:
         """Is this matched value a secret (not a stopword, and passing the format's check)?"""
@@ -166,6 +168,7 @@ def _compiled(path: str, index: int, entry: _FormatEntry) -> SecretFormat:
         stopwords=frozenset(w.lower() for w in entry.stopwords),
         check=CHECKS[entry.check] if entry.check else None,
         trim=entry.trim,
+        confirm=entry.confirm,
     )
 
 

@@ -91,10 +91,23 @@ class Redactor:
         return set(self._hinted(text))
 
     def _hinted(self, text: str) -> frozenset[int]:
+        return self._owners(screen(text))
+
+    def _owners(self, screened: str) -> frozenset[int]:
         found: set[int] = set()
-        for _, owners in self._hints.iter(screen(text)):
+        for _, owners in self._hints.iter(screened):
             found |= owners
         return frozenset(found)
+
+    def _confirmed(self, body: str) -> set[int]:
+        """The formats hinted in a structure's JSON text, less those that say they would match
+        that text too and do not (``confirm``: "://" is in every URL, a password in few)."""
+        screened = screen(body)
+        wanted = set(self._owners(screened))
+        for i in [i for i in wanted if i != _KEYS and self.catalog.formats[i].confirm]:
+            if not self.catalog.formats[i].regex.search(screened):
+                wanted.discard(i)
+        return wanted
 
     # --- texts --------------------------------------------------------------------------
 
@@ -144,7 +157,7 @@ class Redactor:
         """(``value`` redacted, whether anything was replaced); ``value`` itself when not."""
         if body is None:
             body = json.dumps(value, ensure_ascii=False, default=str)
-        wanted = self.hinted(body)
+        wanted = self._confirmed(body)
         if not keys:
             wanted.discard(_KEYS)
         if not wanted:
