@@ -8,8 +8,9 @@ one character (or one entity) at a time, so every matched span maps back to the 
 text and only the secret is replaced there; the canonical form of the whole text also joins
 member names and removes spaces between Chinese characters, which would blur the offsets.
 
-Two forms are made: :func:`screen`, the whole text lower-cased, fast (NFKC in C, the rare
-other characters one by one), only to decide whether any format could be present; and
+Two forms are made: :func:`screen`, the whole text lower-cased, fast (ASCII, ideographs and
+punctuation as they are, the rare other characters one by one), only to decide whether any
+format could be present; and
 :func:`skeleton`, the exact per-character form with its offsets, made only for a text that
 passed the screen.
 """
@@ -17,7 +18,6 @@ passed the screen.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -53,10 +53,11 @@ def screen(text: str) -> str:
     """The lower-cased matching form of a whole text, for the hint pass (no offsets).
 
     Most records are ASCII, ideographs and punctuation: one C-speed scan finds nothing else
-    and the text is only lower-cased. Anything else takes the per-character form.
+    and the text is only lower-cased. Any other character takes its per-character form (the
+    rest is its own form already, as far as any hint is concerned).
     """
     if not text.isascii() and _ODD.search(text):
-        text = _ODD.sub(_unit_of, unicodedata.normalize("NFKC", text))
+        text = _ODD.sub(_unit_of, text)
     if "&" in text:
         text = _ENTITY.sub(_unit_of, text)
     return text.lower()
