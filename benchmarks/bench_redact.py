@@ -143,11 +143,23 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"median_us": round(statistics.median(values), 1), "p99_us": round(p99, 1)}
 
 
-def leaks(rows: list[Record], step: Callable[[Record], str]) -> int:
-    """How many of the secrets put in ``rows`` the step left in the written text."""
-    texts = [step(copy.deepcopy(r)) for r in rows]
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [*_strings(k), *_strings(v)]]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def leaks(rows: list[Record], step: Callable[[Record], str] | None) -> int:
+    """How many of the secrets put in ``rows`` are in what the step writes (``None``: all that
+    were put in). Counted in the decoded strings: a PEM block's newlines are escaped in JSON."""
     secrets = [BY_FORMAT[f].secret for f in ISSUE_FORMATS] + ["pw-42"]
-    return sum(text.count(s) for text in texts for s in secrets)
+    texts = [step(copy.deepcopy(r)) if step else canonical(r) for r in rows]
+    found = [s for text in texts for s in _strings(json.loads(text))]
+    return sum(text.count(s) for text in found for s in secrets)
 
 
 def main() -> int:
@@ -166,6 +178,7 @@ def main() -> int:
             "redaction after": summary(step_times[1]),
             "append before": summary(append_times[0]),
             "append after": summary(append_times[1]),
+            "secrets put in": leaks(rows, None),
             "secrets left before": leaks(rows, step_before),
             "secrets left after": leaks(rows, step_after),
         }
