@@ -138,7 +138,7 @@ def test_secrets_never_reach_the_log(tmp_path: Path) -> None:
         )
     text = path.read_text(encoding="utf-8")
     assert "sk-ant-api03" not in text and "ghp_abc" not in text and "plain-secret" not in text
-    assert "[REDACTED]" in text and verify_chain(path).ok
+    assert "[REDACTED:" in text and verify_chain(path).ok
 
 
 def test_threads_never_interleave_or_lose_records(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lingyi._ids import new_id, utc_now
 from lingyi._locks import FileMutex, lock_path
+from lingyi.redact import redact_value
 from lingyi.text import arabic_numerals, canonical_text
 
 log = structlog.get_logger()
@@ -211,7 +212,9 @@ class FileCouncil:
             return self._memory.count_from(senders)
 
     def append(self, message: CouncilMessage) -> None:
-        line = json.dumps(message.model_dump(by_alias=True), ensure_ascii=False) + "\n"
+        # The record is read by every member and reviewer: no secret is written to it.
+        row = redact_value(message.model_dump(by_alias=True))
+        line = json.dumps(row, ensure_ascii=False) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # newline="\n": the record is the same bytes on Windows (no "\r\n" translation).
         with self._writers, self.path.open("a", encoding="utf-8", newline="\n") as handle:

@@ -26,6 +26,7 @@ MIN_KEY_CHARS = 32  # e.g. `openssl rand -hex 32` gives 64; fewer is too easy to
 _RECORD = b"lingyi log record mac v1"
 _CHECKPOINT = b"lingyi log checkpoint mac v1"
 _KEY_ID = b"lingyi log key id v1"
+_MARKER = b"lingyi redaction marker v1"
 
 
 def _derive(secret: bytes, purpose: bytes) -> bytes:
@@ -39,11 +40,15 @@ class LogKey:
     key_id: str
     record_key: bytes = field(repr=False)
     checkpoint_key: bytes = field(repr=False)
+    # Keys the short hashes in redaction markers, so that a reviewer can tell two secrets
+    # apart but nobody without the key can test a guess of a weak password against one.
+    marker_key: bytes = field(repr=False, default=b"")
 
     @classmethod
     def from_secret(cls, secret: bytes) -> LogKey:
         key_id = _derive(secret, _KEY_ID).hex()[:16]
-        return cls(key_id, _derive(secret, _RECORD), _derive(secret, _CHECKPOINT))
+        derived = (_derive(secret, p) for p in (_RECORD, _CHECKPOINT, _MARKER))
+        return cls(key_id, *derived)
 
     def record_mac(self, *parts: bytes | memoryview) -> str:
         """The MAC of a record's canonical bytes (given in parts: no copy of a large line)."""

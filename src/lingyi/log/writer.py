@@ -167,7 +167,9 @@ class VerificationLog:
         Raises :class:`LogError` when it cannot be written whole (nothing is then written).
         """
         data = record.to_log() if isinstance(record, RecordModel) else dict(record)
-        data = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now(), **redact_record(data)}
+        keys = self.options.keys
+        redact_record(data, key=keys.current.marker_key if keys else None)  # before any cut
+        data = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now(), **data}
         try:
             with self._mutex:
                 self._write_locked(data)

@@ -17,6 +17,7 @@ from mcp_types import Completion, ResourceTemplateReference
 from lingyi import messages
 from lingyi.log import limit_record, tail_records
 from lingyi.policy import MemberPolicy
+from lingyi.redact import redact_value
 from lingyi.server.app import ConnectionScope, GuardApp
 
 RECENT_LOG_RECORDS = 50
@@ -39,7 +40,9 @@ def add_resources(server: MCPServer[ConnectionScope], app: GuardApp) -> None:
                 app.config.language, "server.unknown_member", member=repr(member), members=known
             )
             raise ResourceError(text)
-        return json.dumps(policy_view(policy), ensure_ascii=False, indent=2)
+        return json.dumps(
+            redact_value(policy_view(policy), keys=False), ensure_ascii=False, indent=2
+        )
 
     @server.resource(
         "lingyi://log/recent",
@@ -61,7 +64,7 @@ def add_resources(server: MCPServer[ConnectionScope], app: GuardApp) -> None:
     def weekly_report() -> str:
         from lingyi.report import weekly_report_markdown  # the report loads only when read
 
-        return weekly_report_markdown(app.config)
+        return weekly_report_markdown(app.config)  # from stats, which are redacted
 
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
         """Member names for lingyi://policy/{member}: ids, display names and aliases."""
@@ -91,6 +94,7 @@ def recent_records(
 
     A record written before the size limit, or with none, can be megabytes; it is shown cut
     as the writer would store it (:func:`~lingyi.log.limit_record`), so one big record
-    cannot make the resource too big to send or to read.
+    cannot make the resource too big to send or to read. Redacted again first: a record
+    written before redaction covered a format may still hold it.
     """
-    return [limit_record(r, max_field_bytes) for r in tail_records(path, count)]
+    return [limit_record(redact_value(r), max_field_bytes) for r in tail_records(path, count)]

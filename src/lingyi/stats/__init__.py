@@ -24,6 +24,7 @@ from lingyi.config import Config
 from lingyi.log.keys import KeyRing
 from lingyi.log.records import normalise_ts, ts_key
 from lingyi.log.setup import log_keys
+from lingyi.redact import redact_value
 from lingyi.stats.aggregate import (
     APPROVED,
     DECISIONS,
@@ -76,7 +77,9 @@ def compute_stats(
     agg = run_pass(path, window, member, workers, progress, keys)
     if agg.pending_subjects:
         agg.backfill_subjects(path)
-    result = StatsView(agg).as_json()
+    # Records written before redaction covered a format may still hold it: the figures and
+    # the examples they quote are redacted again on the way out (the report reads these).
+    result: dict[str, Any] = redact_value(StatsView(agg).as_json(), keys=False)
     result["log"] = str(path)
     if not result["integrity"]["ok"]:
         log.warning("stats.log_integrity", log=str(path), **_integrity_brief(result))

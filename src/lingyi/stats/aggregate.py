@@ -22,6 +22,7 @@ from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, Problem, tail_
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import LogLine, decode_line, read_log
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind, subject_of, ts_key
+from lingyi.redact import clip, redact_text
 from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.window import Window
 
@@ -275,7 +276,8 @@ class Aggregator:
     def _reject_reason(self, code: str, reason: object) -> None:
         self.reject_codes[code] += 1
         if code not in self.reject_examples and isinstance(reason, str):
-            self.reject_examples[code] = reason[:200]
+            # Redacted before it is cut: a key cut in half no longer looks like a key.
+            self.reject_examples[code] = clip(redact_text(reason), 200)
 
     def _intercepts_of(self, code: str) -> tuple[str, ...]:
         names = self._intercept_cache.get(code)

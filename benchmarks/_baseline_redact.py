@@ -1,4 +1,7 @@
-"""Keep secrets out of the verification log.
+"""The redactor as it was before issue 9 (seven regexes, one mask), kept unchanged as the
+baseline of ``bench_redact.py``. Not used by lingyi.
+
+Keep secrets out of the verification log.
 
 Content from models is untrusted and may carry API keys or tokens that a user pasted.
 The log is read by people every week, so anything that looks like a secret is replaced

@@ -1,0 +1,256 @@
+"""Find secrets in texts and structures, and replace each with a marker of its kind.
+
+A marker names the kind and a short hash of the secret (``[REDACTED:aws_secret:3f9a1c]``):
+two different secrets get different markers and the same secret the same one (in any
+spelling: the hash is of its canonical form), so a reviewer can tell them apart without
+seeing either. The hash is an HMAC. Keyed with a deployment secret (the log's MAC key, when
+the writer has one), nobody without that key can test guesses of a weak password against a
+marker; unkeyed (the default), 24 bits of a plain digest let anyone confirm such a guess,
+which is why callers that hold a key should pass it.
+
+The cost is in the common path: a record with no secret is one normalisation of its JSON
+text and one Aho-Corasick pass over it for every format's hints and every secret key's
+spellings; only a record that contains a hint is walked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import ahocorasick
+
+from lingyi.redact._catalog import Catalog, KeyRules, SecretFormat
+from lingyi.redact._normal import WIDE_COLON, Skeleton, screen, skeleton
+
+MARKER = re.compile(r"\[REDACTED(?::[a-z0-9_]{1,32}:[0-9a-f]{6})?\]")
+_UNKEYED = b"lingyi-redaction-marker-v1"
+_KEYS = -1  # the automaton's value for a secret key's spelling (not a format index)
+_SHORT = 80  # texts up to this length have their hint pass cached
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret in a text: its kind, where it is in the original, the format that found it."""
+
+    kind: str
+    start: int
+    end: int
+    format: str
+    value: str  # in matching form: what the marker's hash is of
+
+
+def marker(kind: str, secret: str, key: bytes | None = None) -> str:
+    """``[REDACTED:<kind>:<6 hex>]``, the hash keyed with ``key`` when one is given."""
+    mac = hmac.new(key or _UNKEYED, secret.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    return f"[REDACTED:{kind}:{mac.hexdigest()[:6]}]"
+
+
+def _spellings(hint: str) -> set[str]:
+    """A hint as written, and with the full-width colon the hint pass leaves in Chinese prose."""
+    return {hint, hint.replace(":", WIDE_COLON)}
+
+
+def _key_kind(key: str) -> str:
+    """A secret key's marker kind: the key itself, lower case, in a-z0-9_."""
+    return re.sub(r"[^a-z0-9]+", "_", screen(key)).strip("_")[:32] or "secret"
+
+
+class Redactor:
+    """The catalogue's formats and keys, compiled into one hint automaton."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._hints = ahocorasick.Automaton()
+        owners: dict[str, set[int]] = {}
+        for index, fmt in enumerate(catalog.formats):
+            for hint in fmt.hints:
+                for spelling in _spellings(hint):
+                    owners.setdefault(spelling, set()).add(index)
+        for hint in catalog.keys.hints():
+            for spelling in _spellings(hint):
+                owners.setdefault(spelling, set()).add(_KEYS)
+        for spelling, found in owners.items():
+            self._hints.add_word(spelling, frozenset(found))
+        self._hints.make_automaton()
+        # Keys, codes and the catalogue's wordings come back in every record: remembered.
+        self._hinted_short = lru_cache(maxsize=8192)(self._hinted)
+
+    # --- which formats could be present -------------------------------------------------
+
+    def hinted(self, text: str) -> set[int]:
+        """The formats (and _KEYS) whose hints occur in ``text``'s matching form."""
+        if len(text) <= _SHORT:
+            return set(self._hinted_short(text))
+        return set(self._hinted(text))
+
+    def _hinted(self, text: str) -> frozenset[int]:
+        return self._owners(screen(text))
+
+    def _owners(self, screened: str) -> frozenset[int]:
+        found: set[int] = set()
+        for _, owners in self._hints.iter(screened):
+            found |= owners
+        return frozenset(found)
+
+    def _confirmed(self, body: str) -> set[int]:
+        """The formats hinted in a structure's JSON text, less those that say they would match
+        that text too and do not (``confirm``: "://" is in every URL, a password in few)."""
+        screened = screen(body)
+        wanted = set(self._owners(screened))
+        for i in [i for i in wanted if i != _KEYS and self.catalog.formats[i].confirm]:
+            if not self.catalog.formats[i].regex.search(screened):
+                wanted.discard(i)
+        return wanted
+
+    # --- texts --------------------------------------------------------------------------
+
+    def find(self, text: str, only: Iterable[int] | None = None) -> list[Finding]:
+        """Every secret in ``text``, in order, none overlapping another or a marker.
+
+        ``only``: the formats the caller's hint pass found (a record's walk); others are skipped.
+        """
+        wanted = self.hinted(text)
+        if only is not None:
+            wanted &= set(only)
+        formats = [self.catalog.formats[i] for i in sorted(wanted) if i != _KEYS]
+        if not formats:
+            return []
+        form = skeleton(text)
+        found = [f for fmt in formats for f in _matches(fmt, form)]
+        return _disjoint(found, [m.span() for m in MARKER.finditer(text)])
+
+    def redact_text(self, text: str, key: bytes | None = None, only: set[int] | None = None) -> str:
+        parts, done = [], 0
+        for f in self.find(text, only):
+            parts += [text[done : f.start], marker(f.kind, f.value, key)]
+            done = f.end
+        return "".join([*parts, text[done:]]) if parts else text
+
+    def secret_key(self, key: str) -> bool:
+        """Is ``key`` (an argument name, in any spelling) a name whose value is a secret?"""
+        return _secret_key(self.catalog.keys, key)
+
+    # --- structures ---------------------------------------------------------------------
+
+    def redact_value(
+        self, value: Any, key: bytes | None = None, body: str | None = None, *, keys: bool = True
+    ) -> Any:
+        """``value`` with every secret in its strings, keys and secret-keyed values replaced.
+
+        ``body`` is ``value``'s JSON text when the caller has it (the log writer does):
+        the hint pass runs on it, and a value with no hint is returned as it is. ``keys``:
+        whether dict keys are argument names (a record), so a ``client_secret`` key hides its
+        value; figures keyed by tool or member names (stats) pass False.
+        """
+        return self.redacted(value, key, body, keys=keys)[0]
+
+    def redacted(
+        self, value: Any, key: bytes | None, body: str | None, *, keys: bool = True
+    ) -> tuple[Any, bool]:
+        """(``value`` redacted, whether anything was replaced); ``value`` itself when not."""
+        if body is None:
+            body = json.dumps(value, ensure_ascii=False, default=str)
+        wanted = self._confirmed(body)
+        if not keys:
+            wanted.discard(_KEYS)
+        if not wanted:
+            return value, False
+        walk = _Walk(self, wanted, key)
+        result = walk.value(value)
+        return (result, True) if walk.changed else (value, False)
+
+
+class _Walk:
+    """One walk over a structure whose JSON text held hints of ``wanted``."""
+
+    def __init__(self, redactor: Redactor, wanted: set[int], key: bytes | None) -> None:
+        self.redactor, self.key = redactor, key
+        self.formats = wanted - {_KEYS}  # none: only secret keys to look for, texts stay
+        self.keys = _KEYS in wanted
+        self.changed = False
+        self._done: dict[str, str] = {}  # a record repeats its keys and words: each once
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._text(value)
+        if isinstance(value, dict):
+            return {self._key(k): self._item(k, v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
+        return value
+
+    def _text(self, text: str) -> str:
+        if not self.formats:
+            return text
+        if (done := self._done.get(text)) is None:
+            hits = self.redactor.hinted(text) & self.formats
+            done = self.redactor.redact_text(text, self.key, hits) if hits else text
+            self._done[text] = done
+            self.changed = self.changed or done != text
+        return done
+
+    def _key(self, key: Any) -> Any:
+        return self._text(key) if isinstance(key, str) else key
+
+    def _item(self, key: Any, value: Any) -> Any:
+        if self.keys and isinstance(key, str) and self.redactor.secret_key(key):
+            return self.masked(_key_kind(key), value)
+        return self.value(value)
+
+    def masked(self, kind: str, value: Any) -> Any:
+        """Everything under a secret key is the secret: every string and number in it."""
+        if isinstance(value, str) and value and not MARKER.fullmatch(value):
+            return self._mark(kind, value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return self._mark(kind, str(value))
+        if isinstance(value, dict):
+            return {k: self.masked(kind, v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.masked(kind, v) for v in value]
+        return value
+
+    def _mark(self, kind: str, secret: str) -> str:
+        self.changed = True
+        return marker(kind, skeleton(secret).text, self.key)  # hashed as formats hash theirs
+
+
+@lru_cache(maxsize=4096)
+def _secret_key(rules: KeyRules, key: str) -> bool:
+    return rules.is_secret(screen(key))  # the same few keys come back in every record
+
+
+def _matches(fmt: SecretFormat, form: Skeleton) -> list[Finding]:
+    found = []
+    named = "secret" in fmt.regex.groupindex
+    for match in fmt.regex.finditer(form.text):
+        start, end = match.span("secret") if named else match.span()
+        value = form.text[start:end].rstrip(fmt.trim) if start >= 0 else ""
+        end = start + len(value)
+        if not value:
+            continue
+        if fmt.accepts(value):
+            begin, finish = form.span(start, end)
+            found.append(Finding(fmt.kind, begin, finish, fmt.id, value))
+    return found
+
+
+def _disjoint(found: list[Finding], taken: list[tuple[int, int]]) -> list[Finding]:
+    """Earliest first, the longer of two that start together; two that overlap become one
+    (so the tail of the second is not left in the clear); none over an existing marker."""
+    kept: list[Finding] = []
+    for f in sorted(found, key=lambda f: (f.start, -(f.end - f.start))):
+        if any(f.start < b and a < f.end for a, b in taken):
+            continue
+        last = kept[-1] if kept else None
+        if last is None or f.start >= last.end:
+            kept.append(f)
+        elif f.end > last.end:
+            kept[-1] = replace(last, end=f.end, value=f"{last.value}\x00{f.value}")
+    return kept
