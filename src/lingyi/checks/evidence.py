@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import re
 
-from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
+from lingyi.checks._registry import (
+    CheckContext,
+    CheckParams,
+    Outcome,
+    Regex,
+    fail,
+    ok,
+    register,
+)
 from lingyi.checks.inference import is_inference
 from lingyi.models import Evidence
 from lingyi.text._lang import concepts, content_query, terms
@@ -33,7 +41,7 @@ def cited_ids_exist(ctx: CheckContext, params: NoParams) -> Outcome:
 
 
 class IdPatternParams(CheckParams):
-    patterns: dict[str, str] = {"trace": r"\b[0-9a-f]{32}\b"}
+    patterns: dict[str, Regex] = {"trace": r"\b[0-9a-f]{32}\b"}
     tools: list[str] = []  # tools that look these ids up, named in the recommendation
 
 

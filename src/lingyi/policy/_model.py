@@ -114,6 +114,7 @@ class PolicySet(BaseModel):
     aliases: dict[str, str]
     version: str
     lexicons: dict[str, Lexicon] = Field(default_factory=dict)  # by the reference checks use
+    shared: dict[str, str] = Field(default_factory=dict)  # shared check name → its _*.toml file
     _names: tuple[str, ...] | None = PrivateAttr(None)
 
     @property
