@@ -265,6 +265,7 @@ def _stats_tool(table: ToolTable) -> ToolFn:
         figures = await app.in_thread(
             lambda: stats_for(app.config, days=days, member=member.id if member else None)
         )
+        figures = {**figures, "ledger": app.ledger.stats()}  # this server's, not the log's
         return CallToolResult(content=_json_text(figures), structured_content=figures)
 
     return call
