@@ -82,7 +82,7 @@ class LedgerSection(_Strict):
     max_entries: int = Field(
         1000,
         ge=1,
-        description="Tool results kept per session; beyond it the oldest are forgotten (and counted).",
+        description="Tool results kept per session at most; when full, the older half is forgotten (and counted).",
     )
     max_age_s: float = Field(
         86400.0,

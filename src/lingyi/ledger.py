@@ -4,8 +4,9 @@ Verification checks assertions against this record, never against the assertion'
 word. Entries are added only by the server after a tool really ran (or by replay from a
 transcript's ``tool_result`` events).
 
-Bounded (:class:`LedgerLimits`, from the config's ``[ledger]``): a session keeps its newest
-``max_entries`` tool results, none older than ``max_age_s``; a session is dropped when its
+Bounded (:class:`LedgerLimits`, from the config's ``[ledger]``): a session keeps at most
+``max_entries`` tool results (when full, it forgets the older half), none older than
+``max_age_s``; a session is dropped when its
 client ends it (:meth:`Ledger.drop`), after ``idle_s`` without a call, or, beyond
 ``max_sessions``, the one idle longest. Everything forgotten is counted (:meth:`Ledger.stats`).
 A ledger without limits (replay, the CLI) keeps everything, as a transcript is finite.
@@ -13,6 +14,7 @@ A ledger without limits (replay, the CLI) keeps everything, as a transcript is f
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -20,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field
 
 from lingyi._ids import utc_now
 from lingyi.models import Evidence
@@ -33,7 +35,6 @@ class LedgerEntry(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     evidence: list[Evidence] = Field(default_factory=list)
     ts: str = Field(default_factory=utc_now)
-    _at: float = PrivateAttr(0.0)  # the ledger's clock when recorded (ages, not wall time)
 
 
 class SessionLedger:
@@ -85,8 +86,10 @@ class Ledger:
         self._sessions: dict[str, SessionLedger] = {}
         self._lock = threading.Lock()
         self.limits = limits or LedgerLimits()
+        self._bounded = self.limits != LedgerLimits()
         self._clock = clock
         self._used: OrderedDict[str, float] = OrderedDict()  # session → last call, oldest first
+        self._stamps: dict[str, list[float]] = {}  # session → when each entry was recorded
         self._swept = clock()
         self.counts: Counter[str] = Counter()  # what was forgotten, and why
 
@@ -147,9 +150,10 @@ class Ledger:
 
     def _bound(self, session: str, entry: LedgerEntry) -> None:
         """After a record (under the lock): stamp it, mark the session used, apply limits."""
-        now = entry._at = self._clock()
+        now = self._clock()
         if session not in self._used:
             self.counts["opened"] += 1
+        self._stamps.setdefault(session, []).append(now)
         self._touch(session, now)
         self._trim(session, now)
         limit = self.limits.max_sessions
@@ -160,11 +164,11 @@ class Ledger:
 
     def _upkeep(self, session: str) -> None:
         """Before a read: the session is in use, and its expired evidence is gone."""
-        if self.limits == LedgerLimits():
-            return  # unbounded: nothing to keep up
+        if not self._bounded:
+            return  # nothing to keep up
         with self._lock:
-            now = self._clock()
             if session in self._sessions:
+                now = self._clock()
                 self._touch(session, now)
                 self._trim(session, now)
 
@@ -175,30 +179,32 @@ class Ledger:
     def _trim(self, session: str, now: float) -> None:
         """Forget the session's entries beyond ``max_entries`` and older than ``max_age_s``;
         rebuilt through ``add`` so that every index the session keeps stays consistent."""
-        held = self._sessions[session].entries
-        keep, cut = len(held), self._expired(held, now)
-        if self.limits.max_entries is not None and keep > self.limits.max_entries:
-            # Trim to 90% of the limit: one rebuild per tenth of it, not one per record.
-            keep = self.limits.max_entries - self.limits.max_entries // 10
-        start = max(cut, len(held) - keep)
+        stamps = self._stamps.get(session, [])
+        held, cut = len(stamps), self._expired(stamps, now)
+        keep, limit = held, self.limits.max_entries
+        if limit is not None and held > limit:
+            # Forget the older half: the rebuild (every add again) then runs once per half of
+            # the limit, about one add per record, instead of a full rebuild per record.
+            keep = max(1, limit // 2)
+        start = max(cut, held - keep)
         if start == 0:
             return
         self.counts["entry.max_age"] += cut
         self.counts["entry.max_entries"] += start - cut
         fresh = SessionLedger()
-        for entry in held[start:]:
+        for entry in self._sessions[session].entries[start:]:
             fresh.add(entry)
-        self._sessions[session] = fresh
+        self._sessions[session], self._stamps[session] = fresh, stamps[start:]
 
-    def _expired(self, entries: list[LedgerEntry], now: float) -> int:
-        """How many of the oldest entries are older than ``max_age_s`` (entries are in order)."""
-        if not self.limits.max_age_s:
+    def _expired(self, stamps: list[float], now: float) -> int:
+        """How many of the oldest entries are older than ``max_age_s`` (stamps are in order)."""
+        if not self.limits.max_age_s or not stamps or now - stamps[0] <= self.limits.max_age_s:
             return 0
-        cutoff = now - self.limits.max_age_s
-        return next((i for i, e in enumerate(entries) if e._at > cutoff), len(entries))
+        return bisect.bisect_right(stamps, now - self.limits.max_age_s)
 
     def _drop(self, session: str, reason: str) -> bool:
         self._used.pop(session, None)
+        self._stamps.pop(session, None)
         if self._sessions.pop(session, None) is None:
             return False
         self.counts[f"session.{reason}"] += 1
