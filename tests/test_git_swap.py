@@ -3,9 +3,10 @@
 The attack: someone who can write inside the repo roots swaps a name (the repository's folder,
 or a link to it) for a link to a repository outside the roots, between the guard's check and
 the commit. Before, a commit opened as ``roots/inrepo`` followed the swapped name and landed in
-the outside repository (4 of 400 tries in a swap loop, every time when the swap came right
-after the open). Now no link is accepted below the root, the repository and its ``.git`` are
-held open as they were checked, and each write checks the folders again.
+the outside repository: every time when the swap came right after the open, and 1 in 300 to 1
+in 1,000 tries in the swap loop below (a race; the deterministic test is the one that always
+caught it). Now no link is accepted below the root, the repository and its ``.git`` are held
+open as they were checked, and each write checks the folders again.
 
 Real repositories, real links, a real attacker process. Where a test makes this platform look
 like another (no ``/proc``: macOS; no descriptor-relative opens: Windows), it says so.
@@ -101,8 +102,10 @@ def test_a_swap_after_the_open_never_lands_outside(tree: dict[str, Path], platfo
     commit is refused, naming the folder, and neither repository gets a commit."""
     repo = gb.open_repo("inrepo", [tree["root"]])
     with repo:
-        _write(repo, "a.txt")
         aside = _swap_for_link(tree["inrepo"], tree["outrepo"])
+        # Another tool writes the file by name: it lands in the outside work tree, where the
+        # old backend then committed it (every time).
+        (tree["inrepo"] / "a.txt").write_text("a\n", encoding="utf-8")
         with pytest.raises(BackendError, match="changed since the repository was opened"):
             gb.commit(repo, "after the swap", paths=["a.txt"])
     assert count(tree["outrepo"]) == 1 and count(aside) == 1
@@ -174,14 +177,29 @@ def test_the_plain_repository_still_opens_and_commits(tree: dict[str, Path], pla
 
 
 def _attacker(root: Path, outrepo: Path, stop: Any, dir_s: float, link_s: float) -> None:
-    """Swap ``root/inrepo`` for a link to the outside repository and back, forever."""
+    """Swap ``root/inrepo`` for a link to the outside repository and back until stopped.
+
+    Where folders are not held, a git process that meets the name missing may create
+    ``inrepo/.git/refs/…`` in the gap (inside the roots, nothing outside); the attacker moves
+    such a stray folder aside and goes on, as a real one would."""
     folder, aside = root / "inrepo", root / ".aside"
     while not stop.is_set():
         time.sleep(dir_s)
-        os.rename(folder, aside)
-        os.symlink(outrepo, folder)
-        time.sleep(link_s)
+        try:
+            os.rename(folder, aside)
+            os.symlink(outrepo, folder)
+            time.sleep(link_s)
+        except OSError:
+            pass
+        _restore(folder, aside)
+
+
+def _restore(folder: Path, aside: Path) -> None:
+    if folder.is_symlink():
         os.unlink(folder)
+    elif folder.is_dir() and aside.is_dir():
+        os.rename(folder, folder.with_name(f".stray-{time.monotonic_ns()}"))
+    if aside.is_dir():
         os.rename(aside, folder)
 
 
@@ -191,7 +209,7 @@ def _swapping(tree: dict[str, Path]) -> Iterator[None]:
     so that the repositories are counted at rest."""
     stop = mp.get_context("spawn").Event()
     proc = mp.get_context("spawn").Process(
-        target=_attacker, args=(tree["root"], tree["outrepo"], stop, 0.03, 0.01)
+        target=_attacker, args=(tree["root"], tree["outrepo"], stop, 0.01, 0.05)
     )
     proc.start()
     try:
@@ -208,7 +226,9 @@ def _try_commit(root: Path, i: int) -> str:
         time.sleep(0.0005)
     try:
         with gb.open_repo("inrepo", [root]) as repo:
-            _write(repo, f"f{i}.txt")
+            # Written by name, as another tool would: after a swap it lands in the outside
+            # work tree (the test's own write), ready to be committed there.
+            (root / "inrepo" / f"f{i}.txt").write_text(f"{i}\n", encoding="utf-8")
             gb.commit(repo, f"commit {i}", paths=[f"f{i}.txt"])
     except BackendError as exc:
         return "written, folder changed" if "was written" in str(exc) else "refused"
@@ -231,8 +251,10 @@ def test_a_symlink_swap_loop_lands_nothing_outside_the_roots(
     the outside repository never gets one."""
     with _swapping(tree):
         outcomes = Counter(_try_commit(tree["root"], i) for i in range(TRIES))
-    assert count(tree["outrepo"]) == 1
-    assert count(tree["inrepo"]) == 1 + outcomes["done"] + outcomes["written, folder changed"]
-    if platform == "held":  # the held repository is the one checked: nothing to report
-        assert outcomes["written, folder changed"] == 0
+    assert count(tree["outrepo"]) == 1, outcomes
+    made = count(tree["inrepo"]) - 1
+    if platform == "held":  # the repository held is the one checked: every commit accounted
+        assert made == outcomes["done"] and outcomes["written, folder changed"] == 0, outcomes
+    else:  # a step after the branch moved may still fail on a swapped name: refused, inside
+        assert made >= outcomes["done"] + outcomes["written, folder changed"], outcomes
     print(f"swap loop ({platform}): {TRIES} tries, {dict(outcomes)}, 0 outside")

@@ -300,6 +300,7 @@ def _refuse_redirects(repo: git.Repo, path: str | Path, real: Path) -> None:
             raise BackendError(f"{path}: its core.worktree names another work tree ({real})")
 
 
+@_refusing  # where folders are not held, a swap mid-open makes GitPython raise its own errors
 def open_repo(path: str | Path, roots: Sequence[Path]) -> PinnedRepo:
     """Open the git work tree at ``path``, which must lie inside ``roots`` and be its top.
 

@@ -128,7 +128,7 @@ def _ends_once(method: Callable[..., T]) -> Callable[..., T]:
             return method(app, caller, *args)
         finally:
             if caller.once:
-                app.ledger.drop(caller.session, "request")
+                app.end_session(caller.session, "request")
 
     return run
 
@@ -223,8 +223,13 @@ class GuardApp:
         try:
             yield scope
         finally:
-            self.ledger.drop(scope.session, "ended")
+            self.end_session(scope.session, "ended")
             log.info("mcp connection closed", session=scope.session)
+
+    def end_session(self, session: str, reason: str) -> None:
+        """Forget a session that ended: its evidence and the log level its client chose."""
+        self.ledger.drop(session, reason)
+        self.log_levels.pop(session, None)
 
     def check(
         self, caller: Caller, assertion: Assertion, policies: PolicySet | None = None

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from lingyi._ids import new_id
 
 if TYPE_CHECKING:
-    from lingyi.ledger import Ledger
+    from lingyi.server.app import GuardApp
 
 SHARE_HEADER = "lingyi-session"
 _PLAIN = re.compile(r"[A-Za-z0-9._:-]{1,64}")
@@ -66,8 +66,8 @@ def _plain(name: str) -> str:
 class EndedSessions:
     """ASGI middleware: a ``DELETE`` that ended an MCP session drops its ledger session."""
 
-    def __init__(self, app: ASGIApp, ledger: Ledger) -> None:
-        self.app, self.ledger = app, ledger
+    def __init__(self, app: ASGIApp, guard: GuardApp) -> None:
+        self.app, self.guard = app, guard
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "DELETE":
@@ -84,4 +84,4 @@ class EndedSessions:
         await self.app(scope, receive, watch)
         sid = headers.get("mcp-session-id")
         if sid and status and status[0] < 400:
-            self.ledger.drop(mcp_session(sid), "ended")
+            self.guard.end_session(mcp_session(sid), "ended")

@@ -71,7 +71,7 @@ def http_app(app: GuardApp, host: str, port: int, *, bench: bool | None = None) 
         transport_security=security,
         session_idle_timeout=app.config.raw.ledger.idle_s,  # the SDK's and the ledger's agree
     )
-    asgi.add_middleware(EndedSessions, ledger=app.ledger)  # a DELETE drops its evidence too
+    asgi.add_middleware(EndedSessions, guard=app)  # a DELETE drops its evidence too
     return asgi
 
 
