@@ -93,7 +93,7 @@ def test_a_failing_lookup_follows_on_error(
     def broken(query: str) -> list[Evidence]:
         raise OSError("database is locked")
 
-    layer = layer_with(load_policies(folder), broken)
+    layer = layer_with(load_policies(folder, require_shared=False), broken)
     result = layer.verify(
         Assertion(member="m", type="fact", content="知识库中有气功文章"), Ledger()
     )

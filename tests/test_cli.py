@@ -24,6 +24,9 @@ from lingyi.models import Assertion
 from tests.conftest import ROOT, SHIPPED_POLICIES
 from tests.test_replay import lingyi
 
+PACKAGED = (
+    SHIPPED_POLICIES.parent / "lingyi.toml"
+)  # the packaged config: every path it names exists
 MEDICAL = ["--tool", "search_knowledge", "--args", '{"query": "失眠吃什么药"}']
 ANSI = "\x1b["
 
@@ -206,6 +209,8 @@ def test_policy_check_reports_every_problem_of_the_folder(tmp_path: Path) -> Non
         encoding="utf-8",
     )
     config = config_file(tmp_path, validators=folder)
+    (tmp_path / "kb").mkdir()  # the config's other paths exist: only the policies are wrong
+    (tmp_path / "data").mkdir()
     done = lingyi("--config", str(config), "policy", "check")
     assert done.returncode == 2 and "2 problem(s)" in done.stderr
     assert (
@@ -226,13 +231,13 @@ def test_policy_check_takes_a_folder(tmp_path: Path, capsys: pytest.CaptureFixtu
     folder = tmp_path / "mine"
     shutil.copytree(SHIPPED_POLICIES, folder)
     (folder / "extra.toml").write_text('member = "extra"\nname = "Extra"\n', encoding="utf-8")
-    code, out, _ = run(capsys, "policy", "check", str(folder), "--json")
+    code, out, _ = run(capsys, "--config", str(PACKAGED), "policy", "check", str(folder), "--json")
     assert code == 0 and "extra" in json.loads(out)["members"]
 
 
 def test_policy_check_passes_on_shipped_policies() -> None:
     """The shipped policies validate; --json lists members, their files and their tools."""
-    done = lingyi("policy", "check", "--json")
+    done = lingyi("--config", str(PACKAGED), "policy", "check", "--json")
     assert done.returncode == 0
     zhi = json.loads(done.stdout)["members"]["lingzhi"]
     assert zhi["tools"] == ["search_knowledge"] and zhi["file"].endswith("lingzhi.toml")

@@ -79,7 +79,7 @@ def remote(repo: git.Repo, tmp_path: Path) -> Path:
 
 
 def wt(repo: git.Repo) -> Path:
-    return Path(repo.working_tree_dir or "")
+    return Path(repo.working_tree_dir or "").resolve()
 
 
 # ---------------------------------------------------------------- open_repo

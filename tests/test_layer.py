@@ -41,7 +41,9 @@ def layer_with(tmp_path: Path, checks: str, judge: object = None) -> ConstraintL
     folder = tmp_path / "validators"
     folder.mkdir(exist_ok=True)
     (folder / "m.toml").write_text('member = "m"\nname = "M"\n' + checks, encoding="utf-8")
-    return ConstraintLayer(load_policies(folder), MemoryCouncil(), language="en", judge=judge)  # type: ignore[arg-type]
+    return ConstraintLayer(
+        load_policies(folder, require_shared=False), MemoryCouncil(), language="en", judge=judge
+    )  # type: ignore[arg-type]
 
 
 def entry(check: str, stage: str, on_fail: str, **params: object) -> str:
@@ -114,7 +116,9 @@ def two_member_layer(tmp_path: Path, language: str) -> ConstraintLayer:
         (folder / f"{member}.toml").write_text(
             TWO_MEMBERS.format(id=member, name=name, alias=alias), encoding="utf-8"
         )
-    return ConstraintLayer(load_policies(folder), MemoryCouncil(), language=language)
+    return ConstraintLayer(
+        load_policies(folder, require_shared=False), MemoryCouncil(), language=language
+    )
 
 
 BINDINGS = [
@@ -178,7 +182,7 @@ def test_the_snapshot_given_is_the_one_that_decides_and_is_named(tmp_path: Path)
         'member = "m"\nname = "M"\n' + entry("test.flag", "boundary", "reject", passed=False),
         encoding="utf-8",
     )
-    after = load_policies(tmp_path / "validators")
+    after = load_policies(tmp_path / "validators", require_shared=False)
     assertion = Assertion(member="M", type="fact", content="x")
     old = layer.verify(assertion, Ledger(), policies=before)
     new = layer.verify(assertion, Ledger(), policies=after)
@@ -249,7 +253,10 @@ def test_backend_outage_follows_on_error_and_is_degraded(
         trace_lookup=trace_lookup("http://127.0.0.1:9", 0.5)
     )  # nothing listens on port 9
     layer = ConstraintLayer(
-        load_policies(folder), MemoryCouncil(), services=services, language="en"
+        load_policies(folder, require_shared=False),
+        MemoryCouncil(),
+        services=services,
+        language="en",
     )
     result = layer.verify(
         Assertion(member="m", type="fact", content="see trace " + "c" * 32), Ledger()

@@ -43,7 +43,9 @@ def _folder(tmp_path: Path, lexicon: str | None, params: str = "") -> Path:
 
 def test_a_lexicon_is_loaded_and_its_terms_match_canonical_text(tmp_path: Path) -> None:
     """Terms written in traditional script match a simplified text, and the other way round."""
-    policies = load_policies(_folder(tmp_path, 'groups.bad = ["吃什麼藥", "cure*"]'))
+    policies = load_policies(
+        _folder(tmp_path, 'groups.bad = ["吃什麼藥", "cure*"]'), require_shared=False
+    )
     matcher = policies.lexicon("lexicons/words.toml").matcher
     assert matcher.groups(canonical_text("失眠吃什么药")) == {"bad": ["吃什么药"]}
     assert matcher.groups(canonical_text("It CURES everything")) == {"bad": ["cures"]}
@@ -64,14 +66,14 @@ def test_a_bad_lexicon_is_a_policy_error_naming_file_and_key(
 ) -> None:
     """Missing, malformed or escaping lexicons fail at load, not at call time."""
     with pytest.raises(PolicyError) as caught:
-        load_policies(_folder(tmp_path, lexicon, params))
+        load_policies(_folder(tmp_path, lexicon, params), require_shared=False)
     assert message in str(caught.value)
 
 
 def test_editing_a_lexicon_changes_the_version_and_reloads(tmp_path: Path) -> None:
     """A running store picks up a lexicon edit; the policy version says it changed."""
     folder = _folder(tmp_path, 'groups.bad = ["alpha"]')
-    store = PolicyStore(folder, check_interval_s=0)
+    store = PolicyStore(folder, check_interval_s=0, require_shared=False)
     before = store.current().version
     words = folder / "lexicons" / "words.toml"
     words.write_text('groups.bad = ["alpha", "beta"]', encoding="utf-8")

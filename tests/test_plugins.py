@@ -66,7 +66,9 @@ def test_a_plugin_check_is_usable_from_a_policy(
         'params = { words = ["secret"] }\n',
         encoding="utf-8",
     )
-    layer = ConstraintLayer(load_policies(folder), MemoryCouncil(), language="en")
+    layer = ConstraintLayer(
+        load_policies(folder, require_shared=False), MemoryCouncil(), language="en"
+    )
     result = layer.verify(Assertion(member="m", type="fact", content=content), Ledger())
     assert result.decision == decision
 

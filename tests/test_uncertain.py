@@ -54,7 +54,9 @@ def _layer(tmp_path: Path, on_uncertain: str, **kwargs: object) -> ConstraintLay
 [[checks]]\ncheck = "test.forbidden"\nstage = "boundary"\n""",
         encoding="utf-8",
     )
-    return ConstraintLayer(load_policies(folder), MemoryCouncil(), language="en", **kwargs)  # type: ignore[arg-type]
+    return ConstraintLayer(
+        load_policies(folder, require_shared=False), MemoryCouncil(), language="en", **kwargs
+    )  # type: ignore[arg-type]
 
 
 def _verify(layer: ConstraintLayer, content: str) -> tuple[str, CheckResult]:

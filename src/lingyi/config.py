@@ -112,6 +112,40 @@ class LogSection(_Strict):
         return self
 
 
+class PoliciesSection(_Strict):
+    """How the member policies in the validators folder are loaded."""
+
+    require_shared: bool = Field(
+        True,
+        description="Refuse a validators folder without a shared file (_*.toml): without one, every check all members share is gone.",
+    )
+
+
+class LedgerSection(_Strict):
+    """Bounds of the evidence ledger: what the server remembers of each session's tool results."""
+
+    max_entries: int = Field(
+        1000,
+        ge=1,
+        description="Tool results kept per session at most; when full, the older half is forgotten (and counted).",
+    )
+    max_age_s: float = Field(
+        86400.0,
+        ge=0,
+        description="Tool results older than this many seconds are forgotten (0: kept while the session lives).",
+    )
+    idle_s: float = Field(
+        1800.0,
+        gt=0,
+        description="A session with no call for this many seconds is dropped (also the HTTP session idle time).",
+    )
+    max_sessions: int = Field(
+        1000,
+        ge=1,
+        description="Sessions kept at once; beyond it the one idle longest is dropped (and counted).",
+    )
+
+
 class DataSourceEntry(_Strict):
     """Each is a table [data_sources.NAME]; models call the source by NAME."""
 
@@ -235,6 +269,8 @@ class ConfigFile(_Strict):
     )
     paths: PathsSection = Field(default_factory=PathsSection)
     log: LogSection = Field(default_factory=LogSection)
+    policies: PoliciesSection = Field(default_factory=PoliciesSection)
+    ledger: LedgerSection = Field(default_factory=LedgerSection)
     data_sources: dict[str, DataSourceEntry] = Field(
         default_factory=dict, description="Registered data sources, by name."
     )

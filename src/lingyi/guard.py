@@ -73,7 +73,9 @@ def open_kb(config: Config, policies: PolicySet | None = None) -> KnowledgeBase:
     the policies cannot be read: a broken policy must not hide the KB's own problems)."""
     if policies is None:
         try:
-            policies = load_policies(config.validators_dir)
+            policies = load_policies(
+                config.validators_dir, require_shared=config.raw.policies.require_shared
+            )
         except PolicyError:
             return KnowledgeBase(config.kb_dir)
     return KnowledgeBase(config.kb_dir, domains=kb_domains(policies))
@@ -112,7 +114,7 @@ class Guard:
         lookups: dict[str, Lookup] | None = None,
     ) -> Guard:
         layer = ConstraintLayer(
-            PolicyStore(config.validators_dir),
+            PolicyStore(config.validators_dir, require_shared=config.raw.policies.require_shared),
             council if council is not None else FileCouncil(config.council_path),
             services=services_from(config, lookups),
             language=config.language,

@@ -8,21 +8,30 @@ to protected branches) and raises ``BackendError`` with a message naming what wa
 Commits are written as objects first and the branch ref is moved last, with a
 compare-and-swap (``git update-ref <ref> <new> <old>``), so a failure or a concurrent
 writer never leaves a half-made commit on the branch.
+
+A repository is opened once, by its walked path, and held: no symbolic link may lie between
+the root and it (nor be its ``.git``), its folder and ``.git`` are kept open and everything acts
+through them (:class:`PinnedRepo`), and every write checks the folders again, so a name inside
+the roots swapped for a link between the guard's check and the commit cannot send the commit
+to a repository outside the roots.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import git
 import structlog
+from git.db import GitCmdObjectDB
 from git.exc import BadName, GitError, InvalidGitRepositoryError, NoSuchPathError
 from pydantic import BaseModel, Field
 
+from lingyi.backends.pin import PinError, PinnedDirs, pin
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
 from lingyi.paths import PathOutsideRoots, resolve_inside
@@ -120,6 +129,26 @@ class AuditReport(BaseModel):
 # ---------------------------------------------------------------- helpers
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _refusing(op: Callable[P, T]) -> Callable[P, T]:
+    """Git failing where it should not (a folder gone, a ref unreadable mid-swap) is the
+    operation's refusal with git's words, never an unexpected error of the tool."""
+
+    @functools.wraps(op)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return op(*args, **kwargs)
+        except BackendError:
+            raise
+        except (GitError, OSError, ValueError, LookupError) as exc:  # GitPython reading junk
+            raise BackendError(f"git {op.__name__} failed: {type(exc).__name__}: {exc}") from exc
+
+    return run
+
+
 def _git(repo: git.Repo, cmd: str, *args: str, **kwargs: Any) -> str:
     """Run ``git <cmd> <args>``; a non-zero exit becomes ``BackendError`` with git's words."""
     status, out, err = getattr(repo.git, cmd)(
@@ -169,25 +198,144 @@ def _why_not_repo(real: Path) -> str:
     return "not the top of a git work tree"
 
 
-def open_repo(path: str | Path, roots: Sequence[Path]) -> git.Repo:
-    """Open the git work tree at ``path``, which must lie inside ``roots`` and be its top."""
+def _why_no_dotgit(real: Path) -> str:
+    """Why a folder with no ``.git`` folder is not a work tree (read only, to word the refusal)."""
+    try:
+        repo = git.Repo(real)
+    except (InvalidGitRepositoryError, NoSuchPathError):
+        return _why_not_repo(real)
+    with repo:
+        return "is a bare repository, not a work tree" if repo.bare else _why_not_repo(real)
+
+
+class PinnedRepo(git.Repo):
+    """A work tree reached through its held folders (:mod:`lingyi.backends.pin`).
+
+    GitPython and every git process it starts act on the folder and the ``.git`` that
+    :func:`open_repo` checked (on Linux through ``/proc/<pid>/fd``), so a name inside the
+    roots swapped for a link afterwards cannot send a commit elsewhere; where the platform
+    cannot hold folders, each writing step checks the folders again (:func:`_still_pinned`).
+    """
+
+    pins: PinnedDirs | None = None
+
+    def close(self) -> None:
+        super().close()
+        if self.pins is not None:
+            self.pins.close()
+
+
+def _names_below(path: str | Path, real: Path, roots: Sequence[Path]) -> tuple[Path, list[str]]:
+    """The root and the names below it that ``path`` walks through, as written (no link
+    followed); refused when ``path`` reaches the roots only through a link."""
+    raw = Path(path).expanduser()
+    lexical = Path(os.path.normpath(raw if raw.is_absolute() else roots[0] / raw))
+    for root in roots:
+        base = root.resolve()
+        for written in (Path(os.path.normpath(root)), base):
+            if lexical.is_relative_to(written):
+                return base, list(lexical.relative_to(written).parts)
+    raise BackendError(f"{path}: reaches the roots through a symbolic link ({real}); {_NO_LINKS}")
+
+
+_NO_LINKS = (
+    "the git tools refuse symbolic links inside the repository roots, because a link can be "
+    "swapped between the check and the commit"
+)
+
+
+def _pin_refusal(path: str | Path, real: Path, exc: PinError) -> BackendError:
+    if exc.problem == "link":
+        return BackendError(f"{path}: {exc.path} is a symbolic link; {_NO_LINKS}")
+    if exc.problem == "changed":
+        return BackendError(f"{path}: a folder was swapped while it was opened ({exc.path})")
+    if exc.path.name != ".git" and exc.problem == "missing":
+        # The real path exists (checked first): only a link on the way leads to it.
+        return BackendError(f"{path}: reaches {real} only through a symbolic link; {_NO_LINKS}")
+    if exc.path.name != ".git":
+        return BackendError(f"{path}: {exc.path} is not a folder ({real})")
+    if exc.problem == "missing":
+        return BackendError(f"{path}: {_why_no_dotgit(real)} ({real})")
+    return BackendError(
+        f"{path}: its .git is a file (a linked worktree or a submodule); the git tools act only "
+        f"on a repository whose .git is a folder ({real})"
+    )
+
+
+def _pin(path: str | Path, real: Path, roots: Sequence[Path]) -> PinnedDirs:
+    """Hold the repository folder and its ``.git``, walked from the root without links."""
+    root, names = _names_below(path, real, roots)
+    try:
+        pins = pin(root, [*names, ".git"], keep=2)
+    except PinError as exc:
+        raise _pin_refusal(path, real, exc) from exc
+    if not os.path.samestat(os.stat(pins.held[0]), os.stat(real)):
+        pins.close()  # ``..`` after a link: the names written lead elsewhere than the path
+        raise BackendError(f"{path}: passes through a symbolic link ({real}); {_NO_LINKS}")
+    return pins
+
+
+def _use_held(repo: PinnedRepo, path: str | Path, real: Path) -> None:
+    """From here on, act through the held ``.git``: index, refs and objects in this process,
+    and ``GIT_DIR``/``GIT_WORK_TREE`` for the git processes it starts."""
+    assert repo.pins is not None
+    work, git_dir = repo.pins.held
+    if repo.bare or repo.working_tree_dir is None:
+        raise BackendError(f"{path}: is a bare repository, not a work tree ({real})")
+    if os.path.normpath(repo.working_tree_dir) != os.path.normpath(work):
+        raise BackendError(f"{path}: not the top of a git work tree ({real})")
+    repo.git_dir = git_dir
+    repo.git.update_environment(GIT_DIR=git_dir, GIT_WORK_TREE=work)
+    repo.odb = GitCmdObjectDB(os.path.join(git_dir, "objects"), repo.git)
+    _refuse_redirects(repo, path, real)
+
+
+def _refuse_redirects(repo: git.Repo, path: str | Path, real: Path) -> None:
+    """A ``.git`` that sends git elsewhere: refs and objects from another repository
+    (``commondir``), or another work tree (``core.worktree``)."""
+    if os.path.exists(os.path.join(repo.git_dir, "commondir")):
+        raise BackendError(f"{path}: its .git takes refs from another repository ({real})")
+    with repo.config_reader("repository") as config:
+        if config.has_option("core", "worktree"):
+            raise BackendError(f"{path}: its core.worktree names another work tree ({real})")
+
+
+@_refusing  # where folders are not held, a swap mid-open makes GitPython raise its own errors
+def open_repo(path: str | Path, roots: Sequence[Path]) -> PinnedRepo:
+    """Open the git work tree at ``path``, which must lie inside ``roots`` and be its top.
+
+    No symbolic link may lie between the root and the repository (or be its ``.git``); the
+    repository is held open as it was checked, and checked again before each write.
+    """
     try:
         real = resolve_inside(path, roots)
     except PathOutsideRoots as exc:
         raise BackendError(f"repository path refused: {exc}") from exc
     if not real.is_dir():
         raise BackendError(f"{path}: no such directory ({real})")
+    pins = _pin(path, real, roots)
     try:
-        repo = git.Repo(real)
-    except (InvalidGitRepositoryError, NoSuchPathError) as exc:
-        raise BackendError(f"{path}: {_why_not_repo(real)} ({real})") from exc
-    if repo.bare or repo.working_tree_dir is None:
-        raise BackendError(f"{path}: is a bare repository, not a work tree ({real})")
-    if Path(repo.working_tree_dir).resolve() != real:
-        raise BackendError(f"{path}: not the top of a git work tree ({real})")
+        repo = PinnedRepo(pins.held[0])
+        repo.pins = pins
+        _use_held(repo, path, real)
+        _still_pinned(repo, "opening it")
+    except BaseException:
+        pins.close()
+        raise
     return repo
 
 
+def _still_pinned(repo: git.Repo, step: str) -> None:
+    """Refuse ``step`` when a folder of the repository is no longer the one opened."""
+    pins = getattr(repo, "pins", None)
+    if isinstance(pins, PinnedDirs) and (moved := pins.changed()) is not None:
+        raise BackendError(
+            f"{moved} changed since the repository was opened (a folder inside the roots was "
+            f"swapped or moved); {step} refused"
+        )
+
+
+@_refusing
 def repo_state(repo: git.Repo) -> RepoState:
     """Snapshot branch, HEAD and in-progress operations of ``repo``."""
     git_dir = Path(repo.git_dir)
@@ -269,12 +417,29 @@ def _write_commit(
         raise BackendError(f"commit failed before the branch was updated: {exc}") from exc
 
 
+def _landed(repo: git.Repo, what: str) -> None:
+    """After a write, a folder that changed while it ran: held folders mean the write went
+    to the repository checked (logged); otherwise it may have followed the swapped name."""
+    pins = getattr(repo, "pins", None)
+    moved = pins.changed() if isinstance(pins, PinnedDirs) else None
+    if moved is None or pins is None:
+        return
+    if pins.through_fds:
+        log.warning("git.swapped_during_write", what=what, folder=str(moved), kept=pins.held[0])
+        return
+    raise BackendError(
+        f"{what} was written, but {moved} changed while it was written (a folder inside the "
+        "roots was swapped); check where it went"
+    )
+
+
 def _move_branch(repo: git.Repo, branch: str, new: str, old: str | None, subject: str) -> None:
     # Compare-and-swap: refuses if another writer moved the branch since we read it.
     reflog = f"commit{'' if old else ' (initial)'}: {subject}"
     _git(repo, "update_ref", "-m", reflog, f"refs/heads/{branch}", new, old or _NULL_SHA)
 
 
+@_refusing
 def commit(
     repo: git.Repo,
     message: str,
@@ -292,13 +457,17 @@ def commit(
         raise BackendError("commit message is empty")
     state = repo_state(repo)
     branch = _refuse_unsafe_state(state)
+    _still_pinned(repo, "staging")
     _stage(repo, paths, add_all)
     index = repo.index  # a fresh read: `git add` above changed the file on disk
     if not _has_staged(repo, index, state.head_sha):
         raise BackendError(f"{state.path}: nothing to commit on {branch}")
     actor = author or git.Actor.committer(repo.config_reader())
+    _still_pinned(repo, "the commit")
     new = _write_commit(repo, index, message, state.head_sha, actor)
+    _still_pinned(repo, "moving the branch")
     _move_branch(repo, branch, new.hexsha, state.head_sha, _subject(new))
+    _landed(repo, f"commit {new.hexsha} on {branch}")
     files = _changed_files(repo, new.hexsha)
     log.info("git.commit", repo=state.path, branch=branch, sha=new.hexsha, files=len(files))
     return CommitResult(
@@ -325,6 +494,7 @@ def _check_branch_name(repo: git.Repo, name: str) -> None:
         raise BackendError(f"invalid branch name {name!r} (git check-ref-format --branch)")
 
 
+@_refusing
 def branch(repo: git.Repo, name: str, *, start_point: str | None = None) -> BranchResult:
     """Create branch ``name`` at ``start_point`` (default HEAD) without checking it out."""
     _check_branch_name(repo, name)
@@ -333,7 +503,9 @@ def branch(repo: git.Repo, name: str, *, start_point: str | None = None) -> Bran
     if start_point is None and _head_sha(repo) is None:
         raise BackendError("HEAD has no commit yet; nothing to branch from")
     target = _resolve_commit(repo, start_point or "HEAD")
+    _still_pinned(repo, "creating the branch")
     head = repo.create_head(name, target.hexsha, logmsg=f"branch: Created from {target.hexsha}")
+    _landed(repo, f"branch {name}")
     log.info("git.branch", repo=str(_root(repo)), name=name, sha=target.hexsha)
     return BranchResult(name=head.name, sha=target.hexsha)
 
@@ -360,6 +532,7 @@ def _refuse_push(
         raise BackendError(f"force push to protected branch {branch!r} is refused")
 
 
+@_refusing
 def push(
     repo: git.Repo,
     remote: str,
@@ -371,6 +544,7 @@ def push(
 ) -> PushResult:
     """Push local ``branch`` to the same name on configured ``remote``."""
     _refuse_push(repo, remote, branch, force, protected)
+    _still_pinned(repo, "the push")
     sha = repo.heads[branch].commit.hexsha
     flags = ["--porcelain"] + (["--force"] if force else []) + (["--dry-run"] if dry_run else [])
     refspec = f"refs/heads/{branch}:refs/heads/{branch}"
@@ -495,10 +669,12 @@ def _markdown(report: AuditReport, tag_sha: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@_refusing
 def audit_report(repo: git.Repo, version: str) -> AuditReport:
     """Report the real history between the previous version tag and ``version``."""
     if _version_key(version) is None:
         raise BackendError(f"version {version!r} must look like v1.2 or v1.2.3")
+    _still_pinned(repo, "the audit report")
     tags = _tag_commits(repo)
     if version not in tags:
         raise BackendError(f"tag {version!r} does not exist (or does not point at a commit)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,6 +33,19 @@ def _languages_known(texts: dict[str, str]) -> dict[str, str]:
         known = ", ".join(messages.LANGUAGES)
         raise ValueError(f"unknown language {', '.join(unknown)} (languages: {known})")
     return texts
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression ({exc}): {pattern!r}") from None
+    return pattern
+
+
+# A regular expression a policy writes: compiled when the policies load, so a bad one is an
+# error naming its key then, not a failure of every call that reaches the check.
+Regex = Annotated[str, AfterValidator(_compiles)]
 
 
 # A text a policy writes itself (a member's own referral), one entry per language. The

@@ -20,10 +20,16 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from pydantic import field_validator
-
 from lingyi.checks._asserted import masked
-from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
+from lingyi.checks._registry import (
+    CheckContext,
+    CheckParams,
+    Outcome,
+    Regex,
+    fail,
+    ok,
+    register,
+)
 from lingyi.checks.relays import Relay, find_relays
 from lingyi.ledger import SessionLedger, evidence_key, is_hex_id
 from lingyi.text import Canonical, canonical, canonical_text, extract_urls, fold_look_alikes
@@ -66,18 +72,8 @@ def _on_record(ctx: CheckContext, spans: list[Relay], at: int, written: str) -> 
 class IdPatternParams(CheckParams):
     # Regexes for canonical (lower-case) text; a group named "id" marks the id inside a
     # wider match (r"commit\s+(?P<id>[0-9a-f]{7,40})"). Word edges are added around each.
-    patterns: dict[str, str] = {"trace": r"[0-9a-f]{32}"}
+    patterns: dict[str, Regex] = {"trace": r"[0-9a-f]{32}"}
     tools: list[str] = []  # tools that look these ids up, named in the recommendation
-
-    @field_validator("patterns")
-    @classmethod
-    def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, pattern in value.items():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"pattern {name!r} is not a valid regex: {exc}") from exc
-        return value
 
 
 @lru_cache(maxsize=64)

@@ -17,7 +17,10 @@ from lingyi.policy import PolicySet, load_policies
 def _policies(ctx: Context) -> PolicySet | None:
     app = ctx.find_object(App) or App()
     try:
-        return load_policies(app.config().validators_dir)
+        config = app.config()
+        return load_policies(
+            config.validators_dir, require_shared=config.raw.policies.require_shared
+        )
     except LingyiError:
         return None
 

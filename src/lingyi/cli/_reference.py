@@ -14,7 +14,7 @@ import types
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -53,6 +53,8 @@ class Table:
 def type_text(annotation: Any) -> str:
     """A type as a TOML user reads it: ``string``, ``array of strings``, ``"zh" | "en"``."""
     origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:  # a validated value (a regex) reads as its plain type
+        return type_text(args[0])
     if origin in (Union, types.UnionType):
         return " or ".join(type_text(a) for a in args if a is not type(None))
     if origin is Literal:

@@ -99,7 +99,9 @@ def _log_guarantees(config: Config) -> dict[str, Any]:
 
 def _policies(config: Config) -> dict[str, Any]:
     try:
-        policies = load_policies(config.validators_dir)
+        policies = load_policies(
+            config.validators_dir, require_shared=config.raw.policies.require_shared
+        )
     except LingyiError as exc:
         return {"ok": False, "error": str(exc)}
     files = sorted(p.name for p in config.validators_dir.glob("*.toml"))

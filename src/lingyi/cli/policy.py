@@ -1,7 +1,7 @@
 """``lingyi policy check [FOLDER]`` and ``lingyi policy checks``.
 
 ``check`` reports every problem of a policy folder at once (like ``opa check``), each naming
-its file, key and the valid values; ``checks`` lists the registered checks with the stage the
+its file, key and the valid values, and every path of the config that a tool would miss; ``checks`` lists the registered checks with the stage the
 policies run them in and their parameters.
 """
 
@@ -24,9 +24,11 @@ from lingyi.cli._app import (
     json_option,
 )
 from lingyi.cli._reference import check_entries
+from lingyi.config import Config
+from lingyi.config_paths import path_problems
 from lingyi.errors import LingyiError
 from lingyi.policy import PolicySet, load_policies
-from lingyi.policy._load import policy_errors
+from lingyi.policy._load import policy_errors, policy_files
 
 
 @cli.group("policy", cls=Group, short_help="Member policies: validate them, list the checks.")
@@ -34,29 +36,42 @@ def policy_group() -> None:
     """Member policies (validators/*.toml): validate a folder, list the registered checks."""
 
 
-@policy_group.command("check", short_help="Validate every policy file; report every problem.")
+@policy_group.command("check", short_help="Validate every policy file and config path.")
 @click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
 @json_option
 @entry
 def policy_check(app: App, folder: Path | None, as_json: bool) -> int:
-    """Validate FOLDER (default: the config's validators) and report every problem at once,
-    each naming its file and key. Exit 2 when there is any."""
-    folder = folder if folder is not None else app.config().validators_dir
-    errors = policy_errors(folder)
-    if errors:
-        items = [i for e in errors for i in error_items(e)]
+    """Validate FOLDER (default: the config's validators) and every path the config names
+    (knowledge base, log, council, repo and data roots, file data sources), and report every
+    problem at once, each naming its file and key. Exit 2 when there is any."""
+    config = app.config()
+    folder = folder if folder is not None else config.validators_dir
+    required = config.raw.policies.require_shared
+    items = [i for e in policy_errors(folder, require_shared=required) for i in error_items(e)]
+    items += _path_items(config)
+    for path, why in policy_files(folder)[1].items() if folder.is_dir() else []:
+        app.err(f"  {path}: {why}")
+    if items:
         for item in items:
             app.err(app.paint("✗ ", err=True, fg="red") + item_text(item))
         app.err(f"{folder}: {len(items)} problem(s)")
         if as_json:
             app.json({"ok": False, "folder": str(folder), "errors": items})
         return EXIT_BAD_INPUT
-    policies = load_policies(folder)
+    policies = load_policies(folder, require_shared=required)
     if as_json:
         app.json({"ok": True, "folder": str(folder), **_summary(policies)})
     else:
         app.out(_summary_text(app, folder, policies))
     return EXIT_OK
+
+
+def _path_items(config: Config) -> list[dict[str, Any]]:
+    """The config's path problems as error items (kind ``path``, the config file and key)."""
+    return [
+        {"kind": "path", "file": str(config.source), "key": p.key, "message": p.message}
+        for p in path_problems(config)
+    ]
 
 
 def _summary(policies: PolicySet) -> dict[str, Any]:
@@ -106,7 +121,10 @@ def _policies_in_effect(app: App) -> PolicySet | None:
     """The policies to read stages from; the list of checks needs none, so a broken folder
     only loses the stage column."""
     try:
-        return load_policies(app.config().validators_dir)
+        config = app.config()
+        return load_policies(
+            config.validators_dir, require_shared=config.raw.policies.require_shared
+        )
     except LingyiError as exc:
         app.err(f"lingyi: warning: stages unknown: {exc}")
         return None

@@ -5,12 +5,19 @@ One pass over the folder collects every problem of every file (:func:`policy_err
 check, parameters its check accepts), even when another part of the same file is wrong, so a
 user fixes a folder in one round instead of one error per run. :func:`load_policies` raises
 the first problem and says how many more there are.
+
+A folder that validates must not weaken the guard silently either: one file per member (a
+duplicate id or alias anywhere is an error naming both files), one owner per tool, every check
+in a stage that runs, regular expressions compiled now, a shared file present (unless the
+config says otherwise), and hidden or editor files (``.lingzhi.toml``, Emacs' ``.#x.toml``
+lock) ignored rather than read.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,15 +27,51 @@ from pydantic import BaseModel, ValidationError
 from lingyi._validation import problems
 from lingyi.checks import REGISTRY, CheckParams, load_builtin_checks
 from lingyi.errors import PolicyError
+from lingyi.models import Stage
 from lingyi.policy._lexicon import Lexicon, lexicon_fields, lexicon_path, load_lexicon
 from lingyi.policy._model import CheckEntry, MemberPolicy, PolicySet, _CommonFile, _MemberFile
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def load_policies(folder: Path) -> PolicySet:
+NO_SHARED = (
+    "no shared policy file (_*.toml): without one every member loses the shared checks; add "
+    "_common.toml, or set [policies] require_shared = false in the config if that is meant"
+)
+NEVER_RUNS = {
+    "stage": "the judge stage runs no policy check (the judge is configured in [judge]); "
+    "valid stages for a check: pre_check, tool_validation, boundary, fact_verification",
+    "types": "an empty list: the check would never run; leave the key out to run it for every type",
+    "tools": "an empty list: the check would never run; leave the key out to run it for every call",
+}
+
+
+def ignored_reason(path: Path) -> str | None:
+    """Why a ``*.toml`` in a policy folder is not a policy file (None: it is one)."""
+    if path.name.startswith("."):  # hidden, or an Emacs lock (.#lingzhi.toml)
+        return "hidden file, ignored"
+    if path.name.startswith(("#", "~")):
+        return "editor file, ignored"
+    if not path.is_file():
+        return "not a regular file (a folder, or a link to nothing), ignored"
+    return None
+
+
+def policy_files(folder: Path) -> tuple[list[Path], dict[Path, str]]:
+    """The policy files of ``folder`` in name order, and the ``*.toml`` names ignored (why)."""
+    files: list[Path] = []
+    ignored: dict[Path, str] = {}
+    for path in sorted(folder.glob("*.toml")):
+        if why := ignored_reason(path):
+            ignored[path] = why
+        else:
+            files.append(path)
+    return files, ignored
+
+
+def load_policies(folder: Path, *, require_shared: bool = True) -> PolicySet:
     """Load and validate every policy file in ``folder``; raise PolicyError on the first problem."""
-    policies, errors = _Loader(folder).load()
+    policies, errors = _Loader(folder, require_shared).load()
     if errors:
         first, more = errors[0], len(errors) - 1
         if more:  # the server refuses to start on the first; say that it is not the only one
@@ -39,29 +82,34 @@ def load_policies(folder: Path) -> PolicySet:
     return policies
 
 
-def policy_errors(folder: Path) -> list[PolicyError]:
+def policy_errors(folder: Path, *, require_shared: bool = True) -> list[PolicyError]:
     """Every problem of every policy file in ``folder``, in file order (empty: it loads)."""
-    return _Loader(folder).load()[1]
+    return _Loader(folder, require_shared).load()[1]
 
 
 class _Loader:
     """One pass over a policy folder that keeps going after a problem and remembers each."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, require_shared: bool = True) -> None:
         self.folder = folder
+        self.require_shared = require_shared
         self.errors: list[PolicyError] = []
         self._common_broken = False
+        self.shared: dict[str, str] = {}  # shared check → the file that holds it
+        self._shared_entries: list[tuple[Path, int, CheckEntry]] = []
 
     def load(self) -> tuple[PolicySet | None, list[PolicyError]]:
         load_builtin_checks()
         if not self.folder.is_dir():
             return None, [PolicyError(str(self.folder), "-", "policy folder not found")]
-        files = sorted(self.folder.glob("*.toml"))
+        files, _ = policy_files(self.folder)
         common = [c for f in files if f.name.startswith("_") for c in self._common(f)]
         self._common_broken = bool(self.errors)  # then a member's disable cannot be judged
         members = [m for f in files if not f.name.startswith("_") if (m := self._member(f, common))]
-        if not any(not f.name.startswith("_") for f in files):
-            self._error(self.folder, "-", "no member policy files (*.toml) found")
+        self._folder_shape(files)
+        members = self._one_per_member(members)
+        self._one_owner(members)
+        self._shared_tools(members)
         aliases = self._alias_map(members)
         lexicons = self._lexicons(members)
         if self.errors:  # one problem may be seen twice (a file's shape and its check's params)
@@ -70,8 +118,78 @@ class _Loader:
         version = _version(files + [Path(x.path) for x in lexicons.values()])
         members_by_id = {m.id: m for m in members}
         return PolicySet(
-            members=members_by_id, aliases=aliases, version=version, lexicons=lexicons
+            members=members_by_id,
+            aliases=aliases,
+            version=version,
+            lexicons=lexicons,
+            shared=self.shared,
         ), []
+
+    def _folder_shape(self, files: list[Path]) -> None:
+        if not any(not f.name.startswith("_") for f in files):
+            self._error(self.folder, "-", "no member policy files (*.toml) found")
+        elif self.require_shared and not any(f.name.startswith("_") for f in files):
+            self._error(self.folder, "-", NO_SHARED)
+
+    def _one_per_member(self, members: list[MemberPolicy]) -> list[MemberPolicy]:
+        """The first file of each member id; every other file naming it is an error."""
+        first: dict[str, MemberPolicy] = {}
+        for member in members:
+            if (seen := first.setdefault(member.id, member)) is not member:
+                self._error(
+                    member.source,
+                    "member",
+                    f"{member.id!r} is already the member of {seen.source}; one file per member",
+                )
+        return list(first.values())
+
+    def _one_owner(self, members: list[MemberPolicy]) -> None:
+        """A tool declared by two members would run as whichever loaded last: refuse it."""
+        owners: dict[str, MemberPolicy] = {}
+        for member in members:
+            for tool in member.tools:
+                if (owner := owners.setdefault(tool, member)) is not member:
+                    self._error(
+                        member.source,
+                        f"tools.{tool}",
+                        f"{tool!r} is already a tool of {owner.id} ({owner.source}); "
+                        "a tool has one owner",
+                    )
+
+    def _shared_tools(self, members: list[MemberPolicy]) -> None:
+        """A shared check limited to tools no member owns would never run."""
+        owned = sorted({t for m in members for t in m.tools})
+        for path, i, entry in self._shared_entries:
+            for tool in entry.tools or []:
+                if tool not in owned:
+                    self._error(
+                        path,
+                        f"checks[{i}].tools",
+                        f"{tool!r} is no member's tool, so the check would never run "
+                        f"(tools: {', '.join(owned) or 'none'})",
+                    )
+
+    def _stages(self, entries: list[CheckEntry], path: Path) -> None:
+        """Every check in a stage the layer runs, with filters that can match."""
+        for i, entry in enumerate(entries):
+            if entry.stage is Stage.JUDGE:
+                self._error(path, f"checks[{i}].stage", NEVER_RUNS["stage"])
+            for key in ("types", "tools"):
+                if getattr(entry, key) == []:
+                    self._error(path, f"checks[{i}].{key}", NEVER_RUNS[key])
+
+    def _patterns(self, raw: _MemberFile, path: Path) -> None:
+        """Argument patterns compiled now, not when the first call reaches them."""
+        for tool, spec in raw.tools.items():
+            for name, arg in spec.args.items():
+                try:
+                    re.compile(arg.pattern or "")
+                except re.error as exc:
+                    self._error(
+                        path,
+                        f"tools.{tool}.args.{name}.pattern",
+                        f"not a valid regular expression ({exc}): {arg.pattern!r}",
+                    )
 
     def _lexicons(self, members: list[MemberPolicy]) -> dict[str, Lexicon]:
         """Every lexicon a check parameter names, loaded once (errors name the policy key)."""
@@ -114,7 +232,13 @@ class _Loader:
             return []
         common = self._validate(_CommonFile, data, path)
         params = self._check_params(data, path)
-        return _attach(common.checks, params) if common else []
+        if common is None:
+            return []
+        self._stages(common.checks, path)
+        for i, entry in enumerate(common.checks):
+            self.shared.setdefault(entry.check, str(path))
+            self._shared_entries.append((path, i, entry))
+        return _attach(common.checks, params)
 
     def _member(self, path: Path, common: list[CheckEntry]) -> MemberPolicy | None:
         data = self._read(path)
@@ -126,8 +250,10 @@ class _Loader:
         if raw is None:
             return None
         self._tool_filters(raw, path)
-        if not self._common_broken:
+        if common and not self._common_broken:  # no shared file: reported once, on the folder
             self._disabled(raw, common, path)
+        self._stages(raw.checks, path)
+        self._patterns(raw, path)
         if len(self.errors) > before:
             return None
         shared = [c for c in common if c.check not in raw.disable]
@@ -140,6 +266,7 @@ class _Loader:
             tools=raw.tools,
             checks=shared + _attach(raw.checks, params),
             source=str(path),
+            disabled=list(raw.disable),
         )
 
     def _check_params(self, data: dict[str, Any], path: Path) -> dict[int, CheckParams]:
@@ -184,11 +311,16 @@ class _Loader:
 
     def _alias_map(self, members: list[MemberPolicy]) -> dict[str, str]:
         aliases: dict[str, str] = {}
+        sources = {m.id: m.source for m in members}
         for member in members:
             for name in member.names:
                 other = aliases.setdefault(name.lower(), member.id)
                 if other != member.id:
-                    self._error(member.source, "aliases", f"{name!r} also names {other}")
+                    self._error(
+                        member.source,
+                        "aliases",
+                        f"{name!r} also names {other} ({sources[other]}); a name has one member",
+                    )
         return aliases
 
 

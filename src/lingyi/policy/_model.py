@@ -102,6 +102,7 @@ class MemberPolicy(BaseModel):
     tools: dict[str, ToolSpec]
     checks: list[CheckEntry]
     source: str
+    disabled: list[str] = Field(default_factory=list)  # shared checks this member replaced
 
     @property
     def names(self) -> list[str]:
@@ -114,6 +115,7 @@ class PolicySet(BaseModel):
     aliases: dict[str, str]
     version: str
     lexicons: dict[str, Lexicon] = Field(default_factory=dict)  # by the reference checks use
+    shared: dict[str, str] = Field(default_factory=dict)  # shared check name → its _*.toml file
     _names: tuple[str, ...] | None = PrivateAttr(None)
 
     @property

@@ -11,14 +11,16 @@ Identity: the member whose policy applies is the owner of the tool. ``verify_ass
 the council tools take the member from the caller; over HTTP with tokens a token may only
 speak for the members it is bound to (``auth.member_bound``, checked by the layer).
 
-Sessions: one ledger session per MCP client session. On stdio and in-process the server's
-lifespan runs once per client connection, so it carries the session id. Over Streamable HTTP
-the lifespan is shared, so the ``mcp-session-id`` header names the session (stateful
-clients); a stateless (2026-07-28) client has no session, and its token name does.
+Sessions: one ledger session per MCP client connection (:mod:`.sessions`). On stdio and
+in-process the server's lifespan runs once per connection, carries the session and drops it
+when the connection ends. Over Streamable HTTP the lifespan is shared: the ``mcp-session-id``
+names the session (dropped on ``DELETE`` or after the idle time), a stateless (2026-07-28)
+request is a session of its own, and ``Lingyi-Session: NAME`` shares one on purpose.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -41,7 +43,7 @@ from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError
 from lingyi.guard import Guard, kb_lookup, open_kb
-from lingyi.ledger import Ledger
+from lingyi.ledger import Ledger, LedgerLimits
 from lingyi.models import (
     Assertion,
     AssertionType,
@@ -53,6 +55,7 @@ from lingyi.models import (
 )
 from lingyi.policy import MemberPolicy, PolicySet
 from lingyi.server.auth import principal_of
+from lingyi.server.sessions import http_session
 from lingyi.server.wire import (
     Executed,
     Guarded,
@@ -72,10 +75,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: the ledger session, and the principal when a token was presented."""
+    """Who is calling: the ledger session, and the principal when a token was presented.
+
+    ``once``: the session is this request's alone (stateless HTTP), dropped when it is answered.
+    """
 
     session: str
     principal: Principal | None = None
+    once: bool = False
 
 
 @dataclass
@@ -97,11 +104,33 @@ def caller_of(request: Request) -> Caller:
     if headers is None:  # stdio or in-process: one lifespan per client connection
         return Caller(scope.session)
     token = get_access_token()
-    principal = principal_of(token)
-    if sid := headers.get("mcp-session-id"):
-        return Caller(f"http-{sid}", principal)
-    # Stateless HTTP has no session; the token is the closest stable identity.
-    return Caller(f"http-token-{token.client_id}" if token else "http-anonymous", principal)
+    found = http_session(headers, token.client_id if token else None)
+    return Caller(found.name, principal_of(token), found.once)
+
+
+def ledger_limits(config: Config) -> LedgerLimits:
+    """The ledger's bounds from the config's ``[ledger]`` (a max_age_s of 0: no age limit)."""
+    section = config.raw.ledger
+    return LedgerLimits(
+        max_entries=section.max_entries,
+        max_age_s=section.max_age_s or None,
+        idle_s=section.idle_s,
+        max_sessions=section.max_sessions,
+    )
+
+
+def _ends_once(method: Callable[..., T]) -> Callable[..., T]:
+    """A request whose session is its own (stateless HTTP): drop the session when answered."""
+
+    @functools.wraps(method)
+    def run(app: GuardApp, caller: Caller, *args: Any) -> T:
+        try:
+            return method(app, caller, *args)
+        finally:
+            if caller.once:
+                app.end_session(caller.session, "request")
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -132,7 +161,7 @@ class GuardApp:
             council=self.council,
             lookups={"knowledge_base": kb_lookup(lambda: self.kb)},  # active verification
         )
-        self.ledger = Ledger()
+        self.ledger = Ledger(ledger_limits(config))
         self.data = DataRegistry(_data_sources(config), config.data_roots)
         self.log_levels: dict[str, LoggingLevel] = {}  # MCP logging/setLevel, per session
         self._kb: KnowledgeBase | None = None
@@ -187,9 +216,20 @@ class GuardApp:
 
     @asynccontextmanager
     async def lifespan(self, _server: MCPServer[ConnectionScope]) -> AsyncIterator[ConnectionScope]:
+        """Once per stdio or in-process connection (once per app over HTTP): the connection's
+        session, dropped from the ledger when the connection ends."""
         scope = ConnectionScope(self)
         log.info("mcp connection opened", session=scope.session)
-        yield scope
+        try:
+            yield scope
+        finally:
+            self.end_session(scope.session, "ended")
+            log.info("mcp connection closed", session=scope.session)
+
+    def end_session(self, session: str, reason: str) -> None:
+        """Forget a session that ended: its evidence and the log level its client chose."""
+        self.ledger.drop(session, reason)
+        self.log_levels.pop(session, None)
 
     def check(
         self, caller: Caller, assertion: Assertion, policies: PolicySet | None = None
@@ -200,6 +240,7 @@ class GuardApp:
             assertion, self.ledger, policies=policies, principal=caller.principal
         )
 
+    @_ends_once
     def run_tool(self, caller: Caller, name: str, args: dict[str, Any], execute: Executor) -> Reply:
         """verify → execute (or its fallback) → record evidence; the log is already written."""
         policies = self.policies  # one snapshot for the whole request
@@ -221,12 +262,14 @@ class GuardApp:
         self.ledger.record(caller.session, owner.id, name, runnable.arguments, evidence)
         return success(Guarded(verdict=verdict_of(result, owner.id, executed), result=payload))
 
+    @_ends_once
     def verify_only(self, caller: Caller, assertion: Assertion) -> Reply:
         """Verify and log an assertion; only a rejection is an error result."""
         result = self.check(caller, assertion)
         verdict = verdict_of(result, assertion.member)
         return refusal(verdict) if result.decision is Decision.REJECTED else success(verdict)
 
+    @_ends_once
     def post(self, caller: Caller, member: str, content: str) -> Reply:
         """Screen a council message, then post it (or its safe variant) to the record."""
         assertion = Assertion(member=member, type=AssertionType.COMMUNICATION, content=content)

@@ -297,6 +297,7 @@ def _stats_tool(table: ToolTable) -> ToolFn:
             )
         except LingyiError as exc:  # the log cannot be read: say so, keep serving
             return _error({"error": str(exc)})
+        figures = {**figures, "ledger": app.ledger.stats()}  # this server's, not the log's
         return CallToolResult(content=_json_text(figures), structured_content=figures)
 
     return call

@@ -20,6 +20,7 @@ from lingyi.errors import ConfigError
 from lingyi.server.app import GuardApp
 from lingyi.server.auth import StaticTokens, is_loopback, transport_security
 from lingyi.server.build import GuardServer, build_server
+from lingyi.server.sessions import EndedSessions
 
 log = structlog.get_logger()
 
@@ -65,7 +66,13 @@ def http_app(app: GuardApp, host: str, port: int, *, bench: bool | None = None) 
         )
     server = build_server(app, bench=bench, tokens=tokens or None)
     security = transport_security(app.config, host, port)
-    return server.streamable_http_app(host=host, transport_security=security)
+    asgi = server.streamable_http_app(
+        host=host,
+        transport_security=security,
+        session_idle_timeout=app.config.raw.ledger.idle_s,  # the SDK's and the ledger's agree
+    )
+    asgi.add_middleware(EndedSessions, guard=app)  # a DELETE drops its evidence too
+    return asgi
 
 
 def start_banner(config: Config, host: str, port: int) -> str:
