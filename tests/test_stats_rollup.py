@@ -13,7 +13,7 @@ import json
 import os
 import tracemalloc
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -381,6 +381,18 @@ def test_windows_not_made_of_whole_days_take_the_full_pass(tmp_path: Path) -> No
     window = range_window("2026-11-23T10:30:00", "2026-11-26T09:00:00", UTC_ZONE)
     s = agree(path, window)
     assert s["totals"]["total"] == 3 and not rollup_path(path).exists()
+
+
+def test_no_rollup_without_a_log_or_for_a_bare_offset(tmp_path: Path) -> None:
+    """A log not written yet gets no rollup; nor does a zone that is only an offset (it
+    could not be found again by name): both are counted by the full pass."""
+    missing = tmp_path / "none.jsonl"
+    assert agree(missing)["totals"]["total"] == 0 and not rollup_path(missing).exists()
+    path = tmp_path / "log.jsonl"
+    write_log(path, WEEK)
+    nepal = timezone(timedelta(hours=5, minutes=45))
+    assert agree(path, week_window("2026-W48", nepal))["totals"]["total"] == 6
+    assert not rollup_path(path).exists()
 
 
 def test_day_of_a_timestamp_is_found_as_a_window_compares() -> None:

@@ -30,6 +30,8 @@ _DEC_INDEX = {name: i for i, name in enumerate(DECISIONS)}
 APPROVED, REJECTED, FALLBACK = 0, 1, 2
 MAX_EXAMPLES = 20  # integrity examples kept; the counts stay exact beyond this
 _NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
+_CURRENT = str(SCHEMA_VERSION).encode()
+_Z, _T = ord("Z"), ord("T")
 
 
 # --------------------------------------------------------------------------- intercepts
@@ -426,6 +428,7 @@ class Aggregator(LogPass, Counters):
         Counters.__init__(self)
         self.window, self.member = window, member
         self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
+        self._start_bytes, self._end_bytes = self.start_key.encode(), self.end_key.encode()
         self.day_keys = window.day_keys()
         self.day_tallies: list[Tally] = [[0, 0, 0] for _ in self.day_keys]
         self.appeals: dict[tuple[str, str], Appeals] = {}
@@ -437,7 +440,7 @@ class Aggregator(LogPass, Counters):
         tail = tail_match(raw)
         if (
             tail is not None
-            and int(tail[2]) <= SCHEMA_VERSION
+            and (tail[2] == _CURRENT or int(tail[2]) <= SCHEMA_VERSION)
             and self._outside(tail[1])
             and self.chain.skim(raw, tail)
         ):
@@ -446,6 +449,8 @@ class Aggregator(LogPass, Counters):
         self.feed(decode_line(lineno, raw))
 
     def _outside(self, ts: bytes) -> bool:
+        if len(ts) == 24 and ts[23] == _Z and ts[10] == _T:  # the writer's own format
+            return not self._start_bytes <= ts < self._end_bytes  # as the keys compare
         key = normalise_ts(ts.decode())
         return key is not None and not self.start_key <= key < self.end_key
 

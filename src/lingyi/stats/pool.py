@@ -77,7 +77,7 @@ def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[
     lineno = reported = done = 0
     for lineno, _, raw in raw_lines(task.path, task.start, task.end):
         done += len(raw)
-        if raw.strip():
+        if raw[:1] == b"{" or raw.strip():  # a record's line, without copying it to strip it
             agg.feed_raw(lineno, raw)
         if report is not None and done - reported >= PROGRESS_BYTES:
             report(task.index, done)

@@ -39,7 +39,7 @@ from lingyi.stats.aggregate import Aggregator, Appeals, find_subjects
 from lingyi.stats.builder import RollupBuilder
 from lingyi.stats.days import ZoneDays
 from lingyi.stats.pool import PROGRESS_BYTES, Progress, run_rollup_pass
-from lingyi.stats.window import Window, zone_name
+from lingyi.stats.window import Window, WindowError, resolve_zone, zone_name
 
 log = structlog.get_logger(__name__)
 
@@ -61,8 +61,8 @@ def rollup_aggregate(
     (it would have to be rebuilt, and cannot be written): the caller makes a windowed pass.
     """
     zone = ZoneDays(zone_name(window.zone), window.zone)
-    if not whole_days(window, zone):
-        return None
+    if not path.is_file() or not _named(zone) or not whole_days(window, zone):
+        return None  # no log (no rollup made for it), or a window the rollup cannot serve
     loaded = store.load(path, keys)
     builder, position, why = _usable(loaded, zone, window)
     if builder is None:
@@ -77,6 +77,14 @@ def rollup_aggregate(
         _save(path, builder, position, keys)
     _read_tail(builder, path, position)
     return aggregate(builder, window, member)
+
+
+def _named(zone: ZoneDays) -> bool:
+    """Can the zone be found again by its name (an IANA zone or UTC, not a bare offset)?"""
+    try:
+        return zone_name(resolve_zone(zone.name)) == zone.name
+    except WindowError:
+        return False
 
 
 def whole_days(window: Window, zone: ZoneDays) -> bool:
