@@ -409,9 +409,11 @@ def test_day_of_a_timestamp_is_found_as_a_window_compares() -> None:
 def test_a_rollup_that_cannot_be_saved_still_gives_the_figures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: Reads
 ) -> None:
-    """A full disk or a read-only directory: right figures, no rollup, a warning."""
+    """A full disk or a read-only directory: right figures, no rollup, a warning; a reader
+    who may not write uses a rollup that exists, without saving it."""
     path = tmp_path / "log.jsonl"
     write_log(path, WEEK)
+    real_write, real_writable = store._write_atomically, rollup_module._writable
 
     def refuse(target: Path, data: bytes) -> None:
         raise OSError(28, "No space left on device")
@@ -423,6 +425,15 @@ def test_a_rollup_that_cannot_be_saved_still_gives_the_figures(
     reads.take()
     agree(path)
     assert reads.take() == []  # the full pass, not a rollup built to be thrown away
+    monkeypatch.setattr(store, "_write_atomically", real_write)
+    monkeypatch.setattr(rollup_module, "_writable", real_writable)
+    agree(path)  # a rollup, now that it can be saved
+    saved = rollup_path(path).read_bytes()
+    write_log(path, [R1])
+    monkeypatch.setattr(rollup_module, "_writable", lambda p: False)
+    reads.lines = []
+    agree(path)
+    assert len(reads.take()) == 1 and rollup_path(path).read_bytes() == saved
 
 
 def test_histograms_merged_in_any_order_give_the_same_mean() -> None:

@@ -59,6 +59,7 @@ def rollup_aggregate(
 
     None when the rollup cannot serve this window (not whole local days) or cannot be kept
     (it would have to be rebuilt, and cannot be written): the caller makes a windowed pass.
+    A valid rollup that the caller may not write is used, and brought up to date in memory.
     """
     zone = ZoneDays(zone_name(window.zone), window.zone)
     if not path.is_file() or not _named(zone) or not whole_days(window, zone):
@@ -73,7 +74,7 @@ def rollup_aggregate(
     else:
         position, changed = _advance(builder, path, position, progress)
     _keep_first(builder, zone.name)
-    if changed:
+    if changed and _writable(path):  # a reader who may not write still uses a valid one
         _save(path, builder, position, keys)
     _read_tail(builder, path, position)
     return aggregate(builder, window, member)
