@@ -374,6 +374,17 @@ def test_zones_are_kept_side_by_side_and_the_oldest_dropped(tmp_path: Path, read
     assert reads.take()[0] == 1
 
 
+def test_days_across_a_dst_change(tmp_path: Path) -> None:
+    """Berlin's W43 of 2026 has a 25-hour Sunday: its records are in the right days."""
+    path = tmp_path / "log.jsonl"
+    # Saturday 23:30 CEST, Sunday 23:30 CET (25 hours later), Monday 00:30 CET
+    times = ["2026-10-24T21:30:00.000Z", "2026-10-25T22:30:00.000Z", "2026-10-25T23:30:00.000Z"]
+    write_log(path, [vrec(ts) for ts in times])
+    s = agree(path, week_window("2026-W43", BERLIN))
+    assert [d["total"] for d in s["by_day"]][-2:] == [1, 1]
+    assert agree(path, week_window("2026-W44", BERLIN))["totals"]["total"] == 1
+
+
 def test_windows_not_made_of_whole_days_take_the_full_pass(tmp_path: Path) -> None:
     """A window cut at another time of day is counted by the full pass, rightly."""
     path = tmp_path / "log.jsonl"

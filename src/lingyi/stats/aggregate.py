@@ -1,13 +1,16 @@
 """One streaming pass over the log: the counters behind every figure, and their merging.
 
-The :class:`Aggregator` keeps only counters: per decision, member, assertion type, tool,
-check code and day of the window, a latency histogram per member, appeal counts per group,
-and a bounded list of integrity examples, so memory depends on how many members, tools and
-codes exist, never on how many records the log holds. The hash chain is checked in the same
-pass by :class:`lingyi.log.ChainVerifier` (the one ``lingyi log verify`` uses); lines
-outside the window are verified on their raw bytes (:meth:`~lingyi.log.ChainVerifier.skim`)
-without being parsed. Aggregators of consecutive chunks of the log merge into the one a
-single pass gives (:meth:`Aggregator.merge`).
+:class:`Counters` are the figures of a set of verifications (per decision, member,
+assertion type, tool and check code, intercepts, rejection reasons, a latency histogram per
+member), counted by one method, :meth:`Counters.count`. :class:`LogPass` is what every pass
+keeps besides: the hash chain, checked in the same pass by :class:`lingyi.log.ChainVerifier`
+(the one ``lingyi log verify`` uses), the integrity findings, and the appeals whose
+verification is looked up afterwards. The :class:`Aggregator` is the pass for one window:
+lines outside it are verified on their raw bytes (:meth:`~lingyi.log.ChainVerifier.skim`)
+without being parsed; the rollup's pass (:mod:`lingyi.stats.builder`) counts every record
+into its local day instead. Memory depends on how many members, tools, codes (and, for the
+rollup, days) exist, never on how many records the log holds. Passes over consecutive
+chunks of the log merge into the one a single pass gives (:meth:`Aggregator.merge`).
 """
 
 from __future__ import annotations
