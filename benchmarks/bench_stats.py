@@ -1,13 +1,24 @@
-"""How fast ``lingyi stats`` is over big logs, and whether its memory stays flat.
+"""How fast ``lingyi stats`` is over a big log: from the rollup, and recomputed with ``--full``.
 
 Builds a realistic log of 1,000,000 verification records (6 members, 5-9 checks each,
-about 1.2 KB a line, a valid hash chain) once under ``benchmarks/.cache/``, takes its first
-10k and 100k lines as smaller logs, then runs the stats in a fresh process per run and
-reports the median wall time and the peak resident memory (``ru_maxrss``) of that process.
+about 1.5 KB a line, a valid hash chain, 90 days) once under ``benchmarks/.cache/``, and
+times the stats of its last 7 days, each run in a fresh process (wall time of
+``compute_stats`` and the process's peak resident memory, ``ru_maxrss``; worker processes
+separately), interleaved round by round so that every scenario sees the same machine:
 
-    .venv/bin/python benchmarks/bench_stats.py            # 10k, 100k, 1M; 3 runs each
-    .venv/bin/python benchmarks/bench_stats.py --runs 5 --sizes 10000 1000000
-    .venv/bin/python benchmarks/bench_stats.py --workers 1   # a single pass, no workers
+* ``full``: the windowed pass over the whole log (``lingyi stats --full``): every line's
+  hash and link checked, the week's records parsed; the design the rollup replaces;
+* ``rollup``: from the rollup, up to date (``lingyi stats``);
+* ``rollup+N``: from the rollup after N records were appended since it was saved (on a copy
+  of the log that grows by N each round);
+* ``rebuild`` (``--rebuild``): no rollup yet: it is built from the whole log first.
+
+    .venv/bin/python benchmarks/bench_stats.py                 # 1M records, 5 rounds
+    .venv/bin/python benchmarks/bench_stats.py --runs 9 --append 10000
+    .venv/bin/python benchmarks/bench_stats.py --records 100000 --rebuild
+    .venv/bin/python benchmarks/bench_stats.py --memory 10000 100000 1000000
+
+``--memory`` reports the rollup's peak memory and time at several log sizes (same 90 days).
 """
 
 from __future__ import annotations
@@ -15,8 +26,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,11 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from lingyi.log import GENESIS, canonical
-from lingyi.stats import compute_stats, range_window, resolve_zone, week_window
+from lingyi.stats import compute_stats, days_window, resolve_zone, rollup_path
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 BIG = 1_000_000
 START = datetime(2026, 9, 1, tzinfo=UTC)
+SPAN = timedelta(days=90)
 MEMBERS = ("lingyi", "lingzhi", "lingflow", "lingresearch", "lingtong", "灵研")
 TOOLS = ("search_knowledge", "git_push", "git_log", "query_data", "council_post", None)
 PASSING = ("pre.non_empty", "member.known", "tool.owned", "tool.args_schema")
@@ -85,22 +99,43 @@ def _record(rng: random.Random, i: int) -> dict[str, Any]:
     }
 
 
+def _ts(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _write(out: Any, rng: random.Random, first: int, count: int, prev: str, step: timedelta) -> str:
+    """Append ``count`` chained records numbered from ``first``; returns the last hash."""
+    for i in range(first, first + count):
+        ts = _ts(START + step * i)
+        record = {"v": 1, "id": f"{i:026d}", "ts": ts, **_record(rng, i), "prev": prev}
+        body = canonical(record)
+        prev = hashlib.sha256(body.encode()).hexdigest()
+        out.write((body[:-1] + f',"hash":"{prev}"}}\n').encode())
+    return prev
+
+
 def build_log(path: Path, count: int, seed: int = 7) -> None:
-    """Write ``count`` records with a valid hash chain, as VerificationLog would."""
-    rng, prev = random.Random(seed), GENESIS
-    step = timedelta(days=90) / count
+    """Write ``count`` records over 90 days with a valid hash chain, as VerificationLog would."""
     tmp = path.with_suffix(".tmp")
     with tmp.open("wb") as out:
-        for i in range(count):
-            ts = (START + step * i).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            record = {"v": 1, "id": f"{i:026d}", "ts": ts, **_record(rng, i), "prev": prev}
-            body = canonical(record)
-            prev = hashlib.sha256(body.encode()).hexdigest()
-            out.write((body[:-1] + f',"hash":"{prev}"}}\n').encode())
+        _write(out, random.Random(seed), 0, count, GENESIS, SPAN / count)
     tmp.replace(path)
 
 
+def append_records(path: Path, count: int) -> None:
+    """Append ``count`` more records to a log made by :func:`build_log`, chained to its end
+    and dated right after its last record (so still in its last week)."""
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - 8192))
+        last = json.loads(handle.read().splitlines()[-1])
+    first = int(last["id"]) + 1
+    step = (datetime.fromisoformat(last["ts"]) - START) / max(first - 1, 1)
+    with path.open("ab") as out:
+        _write(out, random.Random(first), first, count, last["hash"], step)
+
+
 def cached_log(count: int) -> Path:
+    """The first ``count`` records of the 1M log (built once), as their own log file."""
     CACHE.mkdir(exist_ok=True)
     path = CACHE / f"log-{count}.jsonl"
     if path.exists():
@@ -117,62 +152,116 @@ def cached_log(count: int) -> Path:
     return path
 
 
-def child(path: Path, scope: str, workers: int | None) -> None:
-    """One measured run in a fresh process: prints wall seconds and peak RSS."""
-    zone = resolve_zone("UTC")
-    if scope == "all":
-        window = range_window("2026-01-01", "2026-12-31", zone)
-    else:
-        window = week_window("2026-W45", zone)
+def last_week(path: Path) -> Any:
+    """The 7 local days (UTC) that end with the log's last record."""
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - 8192))
+        last = json.loads(handle.read().splitlines()[-1])
+    now = datetime.fromisoformat(last["ts"].replace("Z", "+00:00"))
+    return days_window(7, resolve_zone("UTC"), now=now)
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def child(path: Path, scenario: str, append: int) -> None:
+    """One measured run in a fresh process: prints wall seconds and peak memory."""
+    if scenario == "rebuild":
+        rollup_path(path).unlink(missing_ok=True)
+    if scenario.startswith("rollup+"):
+        append_records(path, append)  # not timed: the guard wrote these meanwhile
+    window = last_week(path)
     started = time.perf_counter()
-    result = compute_stats(path, window, workers=workers)
+    result = compute_stats(path, window, rollup=scenario != "full")
     wall = time.perf_counter() - started
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    workers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    counted = result["totals"]["total"]
     print(
-        json.dumps({"wall": wall, "rss_mb": rss_mb, "workers_mb": workers_mb, "counted": counted})
+        json.dumps(
+            {
+                "wall": wall,
+                "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+                "counted": result["totals"]["total"],
+                "ok": result["integrity"]["ok"],
+            }
+        )
     )
 
 
-def measure(path: Path, scope: str, runs: int, workers: int | None) -> dict[str, float]:
-    results = []
-    for _ in range(runs):
-        cmd = [sys.executable, __file__, "--child", str(path), scope]
-        cmd += ["--workers", str(workers)] if workers else []
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        results.append(json.loads(out))
-    return {
-        "wall": statistics.median(r["wall"] for r in results),
-        "rss_mb": max(r["rss_mb"] for r in results),
-        "workers_mb": max(r["workers_mb"] for r in results),
-        "counted": results[0]["counted"],
-    }
+def run(path: Path, scenario: str, append: int = 0) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", str(path), scenario, "--append", str(append)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def _row(name: str, results: list[dict[str, Any]], base: float | None) -> str:
+    walls = sorted(r["wall"] for r in results)
+    median = statistics.median(walls)
+    ratio = f"{base / median:8.1f}×" if base else f"{'':>9}"
+    rss = statistics.median(r["rss_mb"] for r in results)
+    workers = max(r["workers_mb"] for r in results)
+    return (
+        f"{name:>14} {len(walls):>4} {median:>9.3f} {walls[0]:>8.3f} {walls[-1]:>8.3f} "
+        f"{ratio} {rss:>7.1f} {workers:>8.1f} {results[0]['counted']:>8}"
+    )
+
+
+def compare(records: int, runs: int, append: int, rebuild: bool) -> None:
+    path = cached_log(records)
+    grown = path.with_name(f"{path.stem}-grown.jsonl")
+    shutil.copyfile(path, grown)  # the copy that records are appended to
+    print(f"log: {path} ({path.stat().st_size / 1e9:.2f} GB); preparing the rollups ...")
+    run(path, "rollup")
+    run(grown, "rollup")
+    scenarios = ["full", "rollup", f"rollup+{append}"] + (["rebuild"] if rebuild else [])
+    results: dict[str, list[dict[str, Any]]] = {s: [] for s in scenarios}
+    loads = [os.getloadavg()[0]]
+    for i in range(runs):
+        order = scenarios[i % len(scenarios) :] + scenarios[: i % len(scenarios)]
+        for scenario in order:
+            target = grown if scenario.startswith("rollup+") else path
+            results[scenario].append(run(target, scenario, append))
+        loads.append(os.getloadavg()[0])
+    grown.unlink()
+    rollup_path(grown).unlink(missing_ok=True)
+    print(
+        f"load average (1 min) during the runs: {min(loads):.1f}–{max(loads):.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'scenario':>14} {'runs':>4} {'median s':>9} {'min s':>8} {'max s':>8} "
+        f"{'vs full':>9} {'RSS MB':>7} {'wkr MB':>8} {'counted':>8}"
+    )
+    base = statistics.median(r["wall"] for r in results["full"])
+    for scenario in scenarios:
+        print(_row(scenario, results[scenario], None if scenario == "full" else base))
+
+
+def memory(sizes: list[int], runs: int) -> None:
+    print(f"{'records':>9} {'median s':>9} {'RSS MB':>7} {'rollup KB':>9}")
+    for size in sizes:
+        path = cached_log(size)
+        run(path, "rollup")
+        results = [run(path, "rollup") for _ in range(runs)]
+        wall = statistics.median(r["wall"] for r in results)
+        rss = statistics.median(r["rss_mb"] for r in results)
+        kb = rollup_path(path).stat().st_size / 1024
+        print(f"{size:>9} {wall:>9.3f} {rss:>7.1f} {kb:>9.0f}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, BIG])
-    parser.add_argument("--workers", type=int, help="force N chunks (1 = one pass); default auto")
-    parser.add_argument("--child", nargs=2, metavar=("LOG", "SCOPE"))
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--records", type=int, default=BIG, help="log size (≤ 1,000,000)")
+    parser.add_argument("--runs", type=int, default=5, help="rounds of interleaved runs")
+    parser.add_argument("--append", type=int, default=1000, help="records appended per round")
+    parser.add_argument("--rebuild", action="store_true", help="also time building the rollup")
+    parser.add_argument("--memory", type=int, nargs="+", metavar="N", help="rollup at sizes N")
+    parser.add_argument("--child", nargs=2, metavar=("LOG", "SCENARIO"))
     args = parser.parse_args()
     if args.child:
-        child(Path(args.child[0]), args.child[1], args.workers)
-        return
-    print(
-        f"{'records':>9} {'scope':>6} {'counted':>9} {'median s':>9} {'rec/s':>9} "
-        f"{'RSS MB':>7} {'worker RSS MB':>13}"
-    )
-    for size in args.sizes:
-        path = cached_log(size)
-        for scope in ("all", "week"):
-            m = measure(path, scope, args.runs, args.workers)
-            rate = size / m["wall"]
-            print(
-                f"{size:>9} {scope:>6} {m['counted']:>9.0f} {m['wall']:>9.2f} "
-                f"{rate:>9.0f} {m['rss_mb']:>7.1f} {m['workers_mb']:>13.1f}"
-            )
+        child(Path(args.child[0]), args.child[1], args.append)
+    elif args.memory:
+        memory(args.memory, args.runs)
+    else:
+        compare(args.records, args.runs, args.append, args.rebuild)
 
 
 if __name__ == "__main__":

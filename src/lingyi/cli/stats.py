@@ -17,17 +17,28 @@ from lingyi.stats import DECISIONS, INTERCEPTS, compute_stats, resolve_zone, win
 @cli.command("stats", short_help="Figures over the verification log.")
 @click.option("--member", help="Only this member.")
 @window_options
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Recompute from the whole log instead of the rollup beside it (same figures).",
+)
 @json_option
 @entry
-def stats(app: App, member: str | None, as_json: bool, **window: Any) -> int:
+def stats(app: App, member: str | None, full: bool, as_json: bool, **window: Any) -> int:
     """Decisions, intercepted problems, latency, appeals and log integrity over a window
-    (default: the last 7 days). --json is stable and documented in docs/stats-json.md."""
+    (default: the last 7 days). --json is stable and documented in docs/stats-json.md.
+
+    The figures come from the rollup kept beside the log (LOG.rollup), which reads only the
+    records appended since it was last brought up to date; --full rereads the whole log,
+    checks its chain again, and leaves the rollup alone."""
     config = app.config()
     zone = resolve_zone(window.pop("tz"), config)
     span = window_from_args(zone, **window)
     with app.progress("stats") as progress:
         keys = log_keys(config)
-        result = compute_stats(config.log_path, span, member=member, progress=progress, keys=keys)
+        result = compute_stats(
+            config.log_path, span, member=member, progress=progress, keys=keys, rollup=not full
+        )
     if as_json:
         app.json(result, indent=2)  # a document people read as well as parse
     else:

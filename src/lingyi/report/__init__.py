@@ -33,9 +33,10 @@ _RENDERERS = {"md": render_markdown, "html": render_html}
 
 
 def weekly_stats(config: Config, week: str | None = None, tz: str | None = None) -> dict[str, Any]:
-    """The stats JSON of one ISO week (default: the last full week) in the zone."""
+    """The stats JSON of one ISO week (default: the last full week) in the zone, from the
+    rollup beside the log (the same figures as a pass over the whole log)."""
     window = week_window(week, resolve_zone(tz, config))
-    return compute_stats(config.log_path, window, keys=log_keys(config))
+    return compute_stats(config.log_path, window, keys=log_keys(config), rollup=True)
 
 
 def weekly_report_markdown(

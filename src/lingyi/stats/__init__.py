@@ -5,12 +5,21 @@
 | :mod:`~lingyi.stats.window` | time windows: local days, ISO weeks, the zone |
 | :mod:`~lingyi.stats.histogram` | the fixed-size latency histogram (percentiles within 0.5%) |
 | :mod:`~lingyi.stats.aggregate` | the counters of one pass, the chain checked alongside, merging |
-| :mod:`~lingyi.stats.pool` | running the pass here or over chunks in worker processes, progress |
+| :mod:`~lingyi.stats.pool` | running a pass here or over chunks in worker processes, progress |
+| :mod:`~lingyi.stats.days` | the rollup's unit: one local day's counters per member, in one zone |
+| :mod:`~lingyi.stats.builder` | the pass that builds and extends the rollup, its saved state |
+| :mod:`~lingyi.stats.store` | the rollup file beside the log: format, seal, anchors to the log |
+| :mod:`~lingyi.stats.rollup` | stats from the rollup, brought up to date from its position |
 | :mod:`~lingyi.stats.view` | the documented JSON (``docs/stats-json.md``) |
 
 Figures over an edited or damaged log are still produced but say so (``integrity``): bad
 records are counted and reported, never silently dropped and never fatal, and
 ``integrity.chain_ok`` is the verdict of ``lingyi log verify`` on the same log.
+
+Two ways to the same figures: a windowed pass over the whole log (``rollup=False``, and
+``lingyi stats --full``), or the rollup beside the log, which reads only what was appended
+since it was last brought up to date (``rollup=True``: ``lingyi stats``, the MCP tool, the
+weekly report). Both give the same JSON for any log, damaged or not.
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ from lingyi.stats.aggregate import (
 )
 from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.pool import Progress, run_pass
+from lingyi.stats.rollup import rollup_aggregate
+from lingyi.stats.store import rollup_path
 from lingyi.stats.view import STATS_SCHEMA, StatsView, appeals_json, counts_json
 from lingyi.stats.window import (
     Window,
@@ -66,6 +77,7 @@ def compute_stats(
     workers: int | None = None,
     progress: Progress | None = None,
     keys: KeyRing | None = None,
+    rollup: bool = False,
 ) -> dict[str, Any]:
     """Stats of the log at ``path`` over ``window``, streaming (``docs/stats-json.md``).
 
@@ -73,10 +85,15 @@ def compute_stats(
     a log over 256 MB is read by worker processes. ``progress(bytes done, bytes total)`` is
     called from this thread as the pass goes on, last with ``(total, total)``. ``keys``:
     the log's keys, so that ``integrity.chain_ok`` checks MACs as ``lingyi log verify`` does.
+    ``rollup``: use and bring up to date the rollup beside the log (``<log>.rollup``), so
+    that only what was appended since is read; the figures are the same (a window that is not
+    made of whole local days, or a rollup that cannot be written, takes the windowed pass).
     """
-    agg = run_pass(path, window, member, workers, progress, keys)
-    if agg.pending_subjects:
-        agg.backfill_subjects(path)
+    agg = None
+    if rollup:
+        agg = rollup_aggregate(path, window, member, keys=keys, workers=workers, progress=progress)
+    if agg is None:
+        agg = _windowed(path, window, member, workers, progress, keys)
     # Records written before redaction covered a format may still hold it: the figures and
     # the examples they quote are redacted again on the way out (the report reads these).
     result: dict[str, Any] = redact_value(StatsView(agg).as_json(), keys=False)
@@ -84,6 +101,21 @@ def compute_stats(
     if not result["integrity"]["ok"]:
         log.warning("stats.log_integrity", log=str(path), **_integrity_brief(result))
     return result
+
+
+def _windowed(
+    path: Path,
+    window: Window,
+    member: str | None,
+    workers: int | None,
+    progress: Progress | None,
+    keys: KeyRing | None,
+) -> Aggregator:
+    """The windowed pass over the whole log (``--full``)."""
+    agg = run_pass(path, window, member, workers, progress, keys)
+    if agg.pending_subjects:
+        agg.backfill_subjects(path)
+    return agg
 
 
 def _integrity_brief(result: dict[str, Any]) -> dict[str, int]:
@@ -99,10 +131,13 @@ def stats_for(
     tz: str | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """The ``lingyi stats --days N --json`` figures (for the MCP ``verification_stats`` tool)."""
+    """The ``lingyi stats --days N --json`` figures (for the MCP ``verification_stats`` tool),
+    from the rollup beside the log."""
     window = days_window(days, resolve_zone(tz, config))
     keys = log_keys(config)
-    return compute_stats(config.log_path, window, member=member, progress=progress, keys=keys)
+    return compute_stats(
+        config.log_path, window, member=member, progress=progress, keys=keys, rollup=True
+    )
 
 
 __all__ = [
@@ -132,6 +167,7 @@ __all__ = [
     "parse_week",
     "range_window",
     "resolve_zone",
+    "rollup_path",
     "stats_for",
     "ts_key",
     "week_label",

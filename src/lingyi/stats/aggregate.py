@@ -1,13 +1,16 @@
 """One streaming pass over the log: the counters behind every figure, and their merging.
 
-The :class:`Aggregator` keeps only counters: per decision, member, assertion type, tool,
-check code and day of the window, a latency histogram per member, appeal counts per group,
-and a bounded list of integrity examples, so memory depends on how many members, tools and
-codes exist, never on how many records the log holds. The hash chain is checked in the same
-pass by :class:`lingyi.log.ChainVerifier` (the one ``lingyi log verify`` uses); lines
-outside the window are verified on their raw bytes (:meth:`~lingyi.log.ChainVerifier.skim`)
-without being parsed. Aggregators of consecutive chunks of the log merge into the one a
-single pass gives (:meth:`Aggregator.merge`).
+:class:`Counters` are the figures of a set of verifications (per decision, member,
+assertion type, tool and check code, intercepts, rejection reasons, a latency histogram per
+member), counted by one method, :meth:`Counters.count`. :class:`LogPass` is what every pass
+keeps besides: the hash chain, checked in the same pass by :class:`lingyi.log.ChainVerifier`
+(the one ``lingyi log verify`` uses), the integrity findings, and the appeals whose
+verification is looked up afterwards. The :class:`Aggregator` is the pass for one window:
+lines outside it are verified on their raw bytes (:meth:`~lingyi.log.ChainVerifier.skim`)
+without being parsed; the rollup's pass (:mod:`lingyi.stats.builder`) counts every record
+into its local day instead. Memory depends on how many members, tools, codes (and, for the
+rollup, days) exist, never on how many records the log holds. Passes over consecutive
+chunks of the log merge into the one a single pass gives (:meth:`Aggregator.merge`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, Problem, tail_match
 from lingyi.log.keys import KeyRing
-from lingyi.log.reader import LogLine, decode_line, read_log
+from lingyi.log.reader import LogLine, decode_line, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind, subject_of, ts_key
 from lingyi.redact import clip, redact_text
 from lingyi.stats.histogram import LatencyHistogram
@@ -31,6 +34,8 @@ _DEC_INDEX = {name: i for i, name in enumerate(DECISIONS)}
 APPROVED, REJECTED, FALLBACK = 0, 1, 2
 MAX_EXAMPLES = 20  # integrity examples kept; the counts stay exact beyond this
 _NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
+_CURRENT = str(SCHEMA_VERSION).encode()
+_Z, _T = ord("Z"), ord("T")
 
 
 # --------------------------------------------------------------------------- intercepts
@@ -136,55 +141,176 @@ class Appeals:
     overturned: int = 0
     overturned_approvals: int = 0
 
+    def bump(self, kind: str, outcome: object, approved: bool) -> None:
+        """Count one appeal (``kind`` appeal) or resolution of a verification."""
+        if kind == "appeal":
+            self.filed += 1
+        elif outcome == "upheld":
+            self.upheld += 1
+        elif outcome == "overturned" and approved:
+            self.overturned_approvals += 1  # a verdict that should have blocked
+        elif outcome == "overturned":
+            self.overturned += 1
 
-class Aggregator:
-    """One streaming pass over the log; ``result()`` gives the stable JSON."""
+    def add(self, other: Appeals) -> None:
+        self.filed += other.filed
+        self.upheld += other.upheld
+        self.overturned += other.overturned
+        self.overturned_approvals += other.overturned_approvals
 
-    def __init__(
-        self,
-        window: Window,
-        member: str | None = None,
-        prev: str | None = GENESIS,
-        keys: KeyRing | None = None,
-    ) -> None:
-        self.window, self.member = window, member
-        self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
-        self.day_keys = window.day_keys()
-        self.integrity = Integrity()
-        self.chain = ChainVerifier(prev, keys)  # with the log's keys: log verify's verdict
+    def as_list(self) -> list[int]:
+        return [self.filed, self.upheld, self.overturned, self.overturned_approvals]
+
+
+def _finite_ms(value: object) -> float | None:
+    """A latency in ms, or None: not a number (bool, text), NaN, infinite or absurdly big."""
+    if value.__class__ not in (int, float):  # not bool
+        return None
+    try:
+        ms = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return ms if -1e300 < ms < 1e300 else None  # also False for NaN
+
+
+# --------------------------------------------------------------------------- counters
+
+
+class Counters:
+    """The figures of a set of verifications, as counters only.
+
+    A windowed pass keeps one (:class:`Aggregator`); the rollup keeps one per member and
+    local day (:mod:`lingyi.stats.rollup`), and a window's figures are the sum of its days',
+    so both count a record with the same code, :meth:`count`.
+    """
+
+    def __init__(self) -> None:
         self.groups: dict[str, dict[str, Tally]] = {
             k: {} for k in ("member", "type", "tool", "code")
         }
-        self.day_tallies: list[Tally] = [[0, 0, 0] for _ in self.day_keys]
         self.totals: Tally = [0, 0, 0]
         self.checked: Counter[str] = Counter()
         self.intercepted: Counter[str] = Counter({i.name: 0 for i in INTERCEPTS})
         self.reject_codes: Counter[str] = Counter()
         self.reject_examples: dict[str, str] = {}
+        self.reject_lines: dict[str, int] = {}  # each example's line: the earliest one wins
         self.latency = LatencyHistogram()
         self.member_latency: dict[str, LatencyHistogram] = {}
-        self.appeals: dict[tuple[str, str], Appeals] = {}
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
+
+    def count(self, record: dict[str, Any], member: str, index: int, lineno: int) -> None:
+        """Count one verification of ``member`` whose decision is ``DECISIONS[index]``."""
+        self.totals[index] += 1
+        groups = self.groups
+        _bump(groups["member"], member, index)
+        _bump(groups["type"], str(record.get("type")), index)
+        tool = record.get("tool_call")
+        if isinstance(tool, dict):
+            _bump(groups["tool"], str(tool.get("name")), index)
+        checks = record.get("checks")
+        if isinstance(checks, list):
+            failed = self._checked(checks)
+            if failed or index == REJECTED:
+                self._failures(record, failed, index, lineno)
+        self._latency(member, record.get("latency_ms"))
+
+    def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
+        """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
+        checked, failed = self.checked, []
+        for check in checks:
+            if isinstance(check, dict):
+                code = check.get("code")
+                checked[code if isinstance(code, str) else str(code)] += 1
+                if check.get("passed") is False:
+                    failed.append(check)
+        return failed
+
+    def _failures(
+        self, record: dict[str, Any], failed: list[dict[str, Any]], index: int, lineno: int
+    ) -> None:
+        hit: set[str] = set()
+        blocking = False
+        for check in failed:
+            code = str(check.get("code"))
+            _bump(self.groups["code"], code, index)
+            if index != APPROVED:
+                hit.update(self._intercepts_of(code))
+            if index == REJECTED and check.get("on_fail") not in _NOT_REJECTING:
+                blocking = True
+                self._reject_reason(code, check.get("reason"), lineno)
+        self.intercepted.update(hit)
+        if index == REJECTED and not blocking:  # e.g. an older record without checks
+            self._reject_reason("(no failed check)", record.get("reason"), lineno)
+
+    def _reject_reason(self, code: str, reason: object, lineno: int) -> None:
+        self.reject_codes[code] += 1
+        if code not in self.reject_examples and isinstance(reason, str):
+            # Redacted before it is cut: a key cut in half no longer looks like a key.
+            self.reject_examples[code] = clip(redact_text(reason), 200)
+            self.reject_lines[code] = lineno
+
+    def _intercepts_of(self, code: str) -> tuple[str, ...]:
+        names = self._intercept_cache.get(code)
+        if names is None:
+            names = tuple(i.name for i in INTERCEPTS if i.matches(code))
+            self._intercept_cache[code] = names
+        return names
+
+    def _latency(self, member: str, value: object) -> None:
+        ms = _finite_ms(value)
+        if ms is None:
+            return
+        bucket = LatencyHistogram.bucket_of(ms)
+        self.latency.add(ms, bucket)
+        histogram = self.member_latency.get(member)
+        if histogram is None:
+            histogram = self.member_latency[member] = LatencyHistogram()
+        histogram.add(ms, bucket)
+
+    def add(self, other: Counters, line_offset: int = 0) -> None:
+        """Add ``other``'s counters; its lines are shifted by ``line_offset`` (a later chunk)."""
+        for group, table in other.groups.items():
+            mine = self.groups[group]
+            for name, tally in table.items():
+                into = mine.get(name)
+                if into is None:
+                    mine[name] = list(tally)
+                else:
+                    for index, value in enumerate(tally):
+                        into[index] += value
+        self.totals = _add(self.totals, other.totals)
+        self.checked.update(other.checked)
+        self.intercepted.update(other.intercepted)
+        self.reject_codes.update(other.reject_codes)
+        for code, text in other.reject_examples.items():
+            line = other.reject_lines.get(code, 0) + line_offset
+            if code not in self.reject_examples or line < self.reject_lines.get(code, 0):
+                self.reject_examples[code], self.reject_lines[code] = text, line
+        self.latency.merge(other.latency)
+        for member, histogram in other.member_latency.items():
+            self.member_latency.setdefault(member, LatencyHistogram()).merge(histogram)
+
+
+# --------------------------------------------------------------------------- the pass
+
+
+class LogPass:
+    """What every pass over the log keeps whatever it counts: the chain (checked by
+    :class:`lingyi.log.ChainVerifier`, the one ``lingyi log verify`` uses), what was wrong
+    with the records, and the appeals whose verification must be looked up afterwards.
+
+    Subclasses say where a verification and an appealed verification are counted
+    (:meth:`_verification`, :meth:`count_appeal`).
+    """
+
+    def __init__(self, prev: str | None = GENESIS, keys: KeyRing | None = None) -> None:
+        self.integrity = Integrity()
+        self.chain = ChainVerifier(prev, keys)  # with the log's keys: log verify's verdict
         self.pending_subjects: list[dict[str, Any]] = []
 
-    # -- per line ----------------------------------------------------------------------
-
     def feed_raw(self, lineno: int, raw: bytes) -> None:
-        """Count one line; verifications outside the window are only verified, not parsed."""
-        tail = tail_match(raw)
-        if (
-            tail is not None
-            and int(tail[2]) <= SCHEMA_VERSION
-            and self._outside(tail[1])
-            and self.chain.skim(raw, tail)
-        ):
-            self.integrity.schema_versions[tail[2].decode()] += 1
-            return
+        """Count one line (parsed)."""
         self.feed(decode_line(lineno, raw))
-
-    def _outside(self, ts: bytes) -> bool:
-        key = normalise_ts(ts.decode())
-        return key is not None and not self.start_key <= key < self.end_key
 
     def feed(self, line: LogLine) -> None:
         """Count one parsed line (and check its place in the chain)."""
@@ -209,95 +335,16 @@ class Aggregator:
             self.integrity.unknown_schema += 1
             self.integrity.note(lineno, record.get("id"), f"unknown schema version {version!r}")
 
-    def _in_window(self, lineno: int, record: dict[str, Any], ts: object) -> str | None:
+    def valid_ts(self, lineno: int, record: dict[str, Any], ts: object) -> str | None:
+        """``ts`` as the log's comparable key; None (counted invalid) when it is not a time."""
         key = normalise_ts(ts)
         if key is None:
             self.integrity.invalid += 1
             self.integrity.note(lineno, record.get("id"), f"bad ts {ts!r}")
-            return None
-        return key if self.start_key <= key < self.end_key else None
+        return key
 
     def _verification(self, lineno: int, record: dict[str, Any]) -> None:
-        key = self._in_window(lineno, record, record.get("ts"))
-        if key is None:
-            return
-        member = record.get("member")
-        if self.member is not None and member != self.member:
-            return
-        index = _DEC_INDEX.get(record.get("decision"))  # type: ignore[arg-type]
-        if index is None:
-            self.integrity.invalid += 1
-            self.integrity.note(lineno, record.get("id"), "no valid decision")
-            return
-        self._count(record, str(member), index, key)
-
-    def _count(self, record: dict[str, Any], member: str, index: int, key: str) -> None:
-        self.totals[index] += 1
-        groups = self.groups
-        _bump(groups["member"], member, index)
-        _bump(groups["type"], str(record.get("type")), index)
-        self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
-        tool = record.get("tool_call")
-        if isinstance(tool, dict):
-            _bump(groups["tool"], str(tool.get("name")), index)
-        checks = record.get("checks")
-        if isinstance(checks, list):
-            failed = self._checked(checks)
-            if failed or index == REJECTED:
-                self._failures(record, failed, index)
-        self._latency(member, record.get("latency_ms"))
-
-    def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
-        """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
-        checked, failed = self.checked, []
-        for check in checks:
-            if isinstance(check, dict):
-                code = check.get("code")
-                checked[code if isinstance(code, str) else str(code)] += 1
-                if check.get("passed") is False:
-                    failed.append(check)
-        return failed
-
-    def _failures(self, record: dict[str, Any], failed: list[dict[str, Any]], index: int) -> None:
-        hit: set[str] = set()
-        blocking = False
-        for check in failed:
-            code = str(check.get("code"))
-            _bump(self.groups["code"], code, index)
-            if index != APPROVED:
-                hit.update(self._intercepts_of(code))
-            if index == REJECTED and check.get("on_fail") not in _NOT_REJECTING:
-                blocking = True
-                self._reject_reason(code, check.get("reason"))
-        self.intercepted.update(hit)
-        if index == REJECTED and not blocking:  # e.g. an older record without checks
-            self._reject_reason("(no failed check)", record.get("reason"))
-
-    def _reject_reason(self, code: str, reason: object) -> None:
-        self.reject_codes[code] += 1
-        if code not in self.reject_examples and isinstance(reason, str):
-            # Redacted before it is cut: a key cut in half no longer looks like a key.
-            self.reject_examples[code] = clip(redact_text(reason), 200)
-
-    def _intercepts_of(self, code: str) -> tuple[str, ...]:
-        names = self._intercept_cache.get(code)
-        if names is None:
-            names = tuple(i.name for i in INTERCEPTS if i.matches(code))
-            self._intercept_cache[code] = names
-        return names
-
-    def _latency(self, member: str, value: object) -> None:
-        if value.__class__ not in (int, float) or value != value:  # not bool, not NaN
-            return
-        ms = float(value)
-        bucket = LatencyHistogram.bucket_of(ms)
-        self.latency.add(ms, bucket)
-        histogram = self.member_latency.get(member)
-        if histogram is None:
-            histogram = self.member_latency[member] = LatencyHistogram()
-        histogram.add(ms, bucket)
-
-    # -- appeals -----------------------------------------------------------------------
+        raise NotImplementedError
 
     def _appeal_record(self, lineno: int, kind: str, record: dict[str, Any]) -> None:
         subject = record.get("subject")
@@ -315,63 +362,13 @@ class Aggregator:
         subject: dict[str, Any],
         record: dict[str, Any],
     ) -> None:
-        """Attribute an appeal to the verification it concerns (window by its ts)."""
-        if self._in_window(lineno, record, subject.get("ts")) is None:
-            return
-        member = str(subject.get("member"))
-        if self.member is not None and member != self.member:
-            return
-        approved = subject.get("decision") == "approved"
-        codes = subject.get("codes")
-        codes = codes if isinstance(codes, list) else []
-        for group in [("all", ""), ("member", member), *(("code", str(c)) for c in codes)]:
-            self._appeal_group(group, kind, outcome, approved)
+        raise NotImplementedError
 
-    def _appeal_group(
-        self, group: tuple[str, str], kind: str, outcome: object, approved: bool
-    ) -> None:
-        counts = self.appeals.get(group)
-        if counts is None:
-            counts = self.appeals[group] = Appeals()
-        if kind == "appeal":
-            counts.filed += 1
-        elif outcome == "upheld":
-            counts.upheld += 1
-        elif outcome == "overturned" and approved:
-            counts.overturned_approvals += 1  # a verdict that should have blocked
-        elif outcome == "overturned":
-            counts.overturned += 1
-
-    # -- merging chunks ----------------------------------------------------------------
-
-    def merge(self, other: Aggregator, line_offset: int) -> None:
-        """Add the counters of the chunk that follows this one in the log."""
+    def merge_log(self, other: LogPass, line_offset: int) -> None:
+        """Append the chain, integrity and pending appeals of the chunk that follows."""
         self.integrity.merge(other.integrity, line_offset)
         for problem in self.chain.merge(other.chain, line_offset):
             self.integrity.note_problem(problem)
-        for group, table in other.groups.items():
-            for name, tally in table.items():
-                for index, value in enumerate(tally):
-                    self.groups[group].setdefault(name, [0, 0, 0])[index] += value
-        self.totals = _add(self.totals, other.totals)
-        self.day_tallies = [
-            _add(a, b) for a, b in zip(self.day_tallies, other.day_tallies, strict=True)
-        ]
-        self._merge_counters(other)
-
-    def _merge_counters(self, other: Aggregator) -> None:
-        self.checked.update(other.checked)
-        self.intercepted.update(other.intercepted)
-        self.reject_codes.update(other.reject_codes)
-        for code, text in other.reject_examples.items():
-            self.reject_examples.setdefault(code, text)
-        self.latency.merge(other.latency)
-        for member, histogram in other.member_latency.items():
-            self.member_latency.setdefault(member, LatencyHistogram()).merge(histogram)
-        for key, counts in other.appeals.items():
-            mine = self.appeals.setdefault(key, Appeals())
-            for name in ("filed", "upheld", "overturned", "overturned_approvals"):
-                setattr(mine, name, getattr(mine, name) + getattr(counts, name))
         self.pending_subjects.extend(other.pending_subjects)
 
     # -- appeals written without a snapshot ----------------------------------------------
@@ -383,11 +380,10 @@ class Aggregator:
         by the number of such appeals.
         """
         wanted = {str(p.get("appeal_of")) for p in self.pending_subjects}
-        subjects: dict[str, dict[str, Any]] = {}
-        for line in read_log(path):
-            record = line.record
-            if record and record.get("id") in wanted and record_kind(record) == "verification":
-                subjects[str(record["id"])] = subject_of(record).model_dump()
+        self.apply_subjects(find_subjects(path, wanted))
+
+    def apply_subjects(self, subjects: dict[str, dict[str, Any] | None]) -> None:
+        """Count the pending appeals with the verifications found for them."""
         for pending in self.pending_subjects:
             subject = subjects.get(str(pending.get("appeal_of")))
             if subject is None:
@@ -396,6 +392,129 @@ class Aggregator:
                 continue
             self.count_appeal(0, pending["kind"], pending.get("outcome"), subject, pending)
         self.pending_subjects = []
+
+
+def find_subjects(
+    path: Path, wanted: set[str], start: int = 0, end: int | None = None
+) -> dict[str, dict[str, Any] | None]:
+    """The snapshot of the last verification with each id in ``wanted`` (None: not found).
+
+    A line is parsed only if it could hold one of the ids: it contains the id's bytes, or
+    a backslash (an id written with JSON escapes).
+    """
+    found: dict[str, dict[str, Any] | None] = dict.fromkeys(wanted)
+    needles = [w.encode() for w in wanted]
+    for lineno, _, raw in raw_lines(path, start, end):
+        if b"\\" not in raw and not any(n in raw for n in needles):
+            continue
+        record = decode_line(lineno, raw).record
+        if record and is_subject(record, found):
+            found[str(record["id"])] = subject_of(record).model_dump()
+    return found
+
+
+def is_subject(record: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Is ``record`` a verification whose id is one of ``wanted``'s keys?"""
+    rid = record.get("id")
+    return isinstance(rid, str) and rid in wanted and record_kind(record) == "verification"
+
+
+class Aggregator(LogPass, Counters):
+    """One streaming pass over the log for one window; ``StatsView`` gives the stable JSON."""
+
+    def __init__(
+        self,
+        window: Window,
+        member: str | None = None,
+        prev: str | None = GENESIS,
+        keys: KeyRing | None = None,
+    ) -> None:
+        LogPass.__init__(self, prev, keys)
+        Counters.__init__(self)
+        self.window, self.member = window, member
+        self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
+        self._start_bytes, self._end_bytes = self.start_key.encode(), self.end_key.encode()
+        self.day_keys = window.day_keys()
+        self.day_tallies: list[Tally] = [[0, 0, 0] for _ in self.day_keys]
+        self.appeals: dict[tuple[str, str], Appeals] = {}
+
+    # -- per line ----------------------------------------------------------------------
+
+    def feed_raw(self, lineno: int, raw: bytes) -> None:
+        """Count one line; verifications outside the window are only verified, not parsed."""
+        tail = tail_match(raw)
+        if (
+            tail is not None
+            and (tail[2] == _CURRENT or int(tail[2]) <= SCHEMA_VERSION)
+            and self._outside(tail[1])
+            and self.chain.skim(raw, tail)
+        ):
+            self.integrity.schema_versions[tail[2].decode()] += 1
+            return
+        self.feed(decode_line(lineno, raw))
+
+    def _outside(self, ts: bytes) -> bool:
+        if len(ts) == 24 and ts[23] == _Z and ts[10] == _T:  # the writer's own format
+            return not self._start_bytes <= ts < self._end_bytes  # as the keys compare
+        key = normalise_ts(ts.decode())
+        return key is not None and not self.start_key <= key < self.end_key
+
+    def _in_window(self, lineno: int, record: dict[str, Any], ts: object) -> str | None:
+        key = self.valid_ts(lineno, record, ts)
+        return key if key is not None and self.start_key <= key < self.end_key else None
+
+    def _verification(self, lineno: int, record: dict[str, Any]) -> None:
+        key = self._in_window(lineno, record, record.get("ts"))
+        if key is None:
+            return
+        member = record.get("member")
+        if self.member is not None and member != self.member:
+            return
+        index = _DEC_INDEX.get(record.get("decision"))  # type: ignore[arg-type]
+        if index is None:
+            self.integrity.invalid += 1
+            self.integrity.note(lineno, record.get("id"), "no valid decision")
+            return
+        self.count(record, str(member), index, lineno)
+        self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
+
+    # -- appeals -----------------------------------------------------------------------
+
+    def count_appeal(
+        self,
+        lineno: int,
+        kind: str,
+        outcome: object,
+        subject: dict[str, Any],
+        record: dict[str, Any],
+    ) -> None:
+        """Attribute an appeal to the verification it concerns (window by its ts)."""
+        if self._in_window(lineno, record, subject.get("ts")) is None:
+            return
+        member = str(subject.get("member"))
+        if self.member is not None and member != self.member:
+            return
+        approved = subject.get("decision") == "approved"
+        for group in appeal_groups(member, subject.get("codes")):
+            self.appeals.setdefault(group, Appeals()).bump(kind, outcome, approved)
+
+    # -- merging chunks ----------------------------------------------------------------
+
+    def merge(self, other: Aggregator, line_offset: int) -> None:
+        """Add the counters of the chunk that follows this one in the log."""
+        self.merge_log(other, line_offset)
+        self.add(other, line_offset)
+        self.day_tallies = [
+            _add(a, b) for a, b in zip(self.day_tallies, other.day_tallies, strict=True)
+        ]
+        for key, counts in other.appeals.items():
+            self.appeals.setdefault(key, Appeals()).add(counts)
+
+
+def appeal_groups(member: str, codes: object) -> list[tuple[str, str]]:
+    """The groups an appeal counts in: all, its verification's member, each failed code."""
+    listed = codes if isinstance(codes, list) else []
+    return [("all", ""), ("member", member), *(("code", str(c)) for c in listed)]
 
 
 def _appeal_fields(record: dict[str, Any]) -> dict[str, Any]:

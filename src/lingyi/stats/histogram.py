@@ -2,7 +2,9 @@
 
 Buckets grow by 1% and a value is reported at its bucket's geometric midpoint, so every
 percentile is within 0.5% of a latency that really occurred, and memory does not depend on
-how many latencies were counted.
+how many latencies were counted. The sum behind the mean is kept in whole nanoseconds, so
+histograms merged in any order (chunks of a pass, days of the rollup) give the same mean to
+the last digit: a float sum would depend on the order of the additions.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class LatencyHistogram:
         self.buckets: Counter[int] = Counter()
         self.zeros = 0
         self.count = 0
-        self.total = 0.0
+        self.total_ns = 0  # exact: the mean does not depend on the order values were added
         self.low = math.inf
         self.high = -math.inf
 
@@ -44,7 +46,7 @@ class LatencyHistogram:
     def add(self, ms: float, bucket: int | None = None) -> None:
         """Count ``ms``; ``bucket`` may be passed when already computed for ``ms``."""
         self.count += 1
-        self.total += ms
+        self.total_ns += round(ms * 1_000_000)
         if ms < self.low:
             self.low = ms
         if ms > self.high:
@@ -59,9 +61,14 @@ class LatencyHistogram:
         self.buckets.update(other.buckets)
         self.zeros += other.zeros
         self.count += other.count
-        self.total += other.total
+        self.total_ns += other.total_ns
         self.low = min(self.low, other.low)
         self.high = max(self.high, other.high)
+
+    @property
+    def total(self) -> float:
+        """The sum of the values counted, in milliseconds."""
+        return self.total_ns / 1_000_000
 
     def quantile(self, q: float) -> float | None:
         if self.count == 0:
@@ -76,6 +83,32 @@ class LatencyHistogram:
                 middle = math.pow(self.GROWTH, index + 0.5)
                 return min(max(middle, self.low), self.high)
         return self.high
+
+    def as_state(self) -> dict[str, Any]:
+        """Everything it holds as plain JSON (the rollup's): counts dense from the lowest bucket."""
+        first = min(self.buckets, default=0)
+        last = max(self.buckets, default=-1)
+        empty = self.count == 0
+        return {
+            "count": self.count,
+            "total_ns": self.total_ns,
+            "zeros": self.zeros,
+            "low": None if empty else self.low,
+            "high": None if empty else self.high,
+            "first": first,
+            "counts": [self.buckets.get(i, 0) for i in range(first, last + 1)],
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> LatencyHistogram:
+        histogram = cls()
+        histogram.count, histogram.total_ns = state["count"], state["total_ns"]
+        histogram.zeros = state["zeros"]
+        if state["low"] is not None:
+            histogram.low, histogram.high = state["low"], state["high"]
+        first = state["first"]
+        histogram.buckets.update({first + i: n for i, n in enumerate(state["counts"]) if n})
+        return histogram
 
     def summary(self) -> dict[str, Any]:
         def r(value: float | None) -> float | None:

@@ -1,10 +1,12 @@
-"""Running the stats pass: in this process, or over chunks of a big log in worker processes.
+"""Running a pass over the log: in this process, or over chunks of a big log in worker processes.
 
-A log over :data:`PARALLEL_MIN_BYTES` is cut into byte ranges at line starts, each counted
-by a worker process (one per CPU, at most :data:`MAX_WORKERS`), and the chunks' aggregators
-are merged in order, the chain link between chunks included, so the result is the one a
-single pass gives. Progress (bytes done, bytes total) is reported to the caller's thread:
-workers send theirs through a queue that this process drains while it waits.
+A pass is the windowed one (:class:`~lingyi.stats.aggregate.Aggregator`) or the one that
+builds the rollup (:class:`~lingyi.stats.builder.RollupBuilder`). A log over
+:data:`PARALLEL_MIN_BYTES` is cut into byte ranges at line starts, each counted by a worker
+process (one per CPU, at most :data:`MAX_WORKERS`), and the chunks are merged in order, the
+chain link between chunks included, so the result is the one a single pass gives. Progress
+(bytes done, bytes total) is reported to the caller's thread: workers send theirs through a
+queue that this process drains while it waits.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,9 @@ import structlog
 from lingyi.log.chain import GENESIS
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import raw_lines
-from lingyi.stats.aggregate import Aggregator
+from lingyi.stats.aggregate import Aggregator, LogPass
+from lingyi.stats.builder import RollupBuilder
+from lingyi.stats.days import ZoneDays
 from lingyi.stats.window import Window
 
 log = structlog.get_logger(__name__)
@@ -40,27 +45,39 @@ _POLL_S = 0.2
 
 @dataclass(frozen=True)
 class Task:
-    """One byte range of the log to count; ``end`` None reads to the end (appends included)."""
+    """One byte range of the log to count; ``end`` None reads to the end (appends included).
+
+    With ``zones`` (name and zone of each), the range is counted for the rollup, into the
+    local days of each zone; otherwise for ``window`` and ``member``.
+    """
 
     index: int
     path: Path
     start: int
     end: int | None
-    window: Window
+    window: Window | None
     member: str | None
     keys: KeyRing | None = None  # the log's keys: MACs checked as log verify does
+    zones: tuple[tuple[str, tzinfo], ...] = ()
+
+    def new_pass(self) -> LogPass:
+        prev = GENESIS if self.start == 0 else None
+        if self.zones:
+            return RollupBuilder([ZoneDays(n, z) for n, z in self.zones], prev, self.keys)
+        assert self.window is not None
+        return Aggregator(self.window, self.member, prev, self.keys)
 
 
-def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[Aggregator, int]:
-    """Count one byte range; returns its counters and how many physical lines it had.
+def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[Any, int]:
+    """Count one byte range; returns its pass and how many physical lines it had.
 
     ``report(index, bytes done in this range)`` is called every :data:`PROGRESS_BYTES`.
     """
-    agg = Aggregator(task.window, task.member, GENESIS if task.start == 0 else None, task.keys)
+    agg = task.new_pass()
     lineno = reported = done = 0
     for lineno, _, raw in raw_lines(task.path, task.start, task.end):
         done += len(raw)
-        if raw.strip():
+        if raw[:1] == b"{" or raw.strip():  # a record's line, without copying it to strip it
             agg.feed_raw(lineno, raw)
         if report is not None and done - reported >= PROGRESS_BYTES:
             report(task.index, done)
@@ -77,21 +94,49 @@ def run_pass(
     keys: KeyRing | None = None,
 ) -> Aggregator:
     """The aggregator of the whole log at ``path`` (a missing log counts as empty)."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        size = 0
+    size = _size(path)
     tasks = [
         Task(i, path, a, b, window, member, keys)
         for i, (a, b) in enumerate(_split(path, size, workers or _auto_workers(size)))
     ]
+    agg: Aggregator = _run(tasks, size, progress)[0]
+    return agg
+
+
+def run_rollup_pass(
+    path: Path,
+    zones: list[ZoneDays],
+    end: int,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    keys: KeyRing | None = None,
+) -> tuple[RollupBuilder, int]:
+    """The rollup builder of the log's first ``end`` bytes (a line boundary), and its lines."""
+    named = tuple((z.name, z.zone) for z in zones)
+    ranges = _split(path, end, workers or _auto_workers(end))
+    tasks = [
+        Task(i, path, a, b if b is not None else end, None, None, keys, named)
+        for i, (a, b) in enumerate(ranges)
+    ]
+    builder, lines = _run(tasks, end, progress)
+    return builder, lines
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _run(tasks: list[Task], size: int, progress: Progress | None) -> tuple[Any, int]:
     meter = _Meter(size, len(tasks), progress)
     if len(tasks) == 1:
-        agg = scan(tasks[0], meter.update)[0]
+        result = scan(tasks[0], meter.update)
     else:
-        agg = _merge_parts(_run_chunks(tasks, meter))
+        result = _merge_parts(_run_chunks(tasks, meter))
     meter.finish()
-    return agg
+    return result
 
 
 class _Meter:
@@ -111,7 +156,7 @@ class _Meter:
             self.progress(self.total, self.total)
 
 
-def _run_chunks(tasks: list[Task], meter: _Meter) -> list[tuple[Aggregator, int]]:
+def _run_chunks(tasks: list[Task], meter: _Meter) -> list[tuple[Any, int]]:
     try:
         return run_workers(tasks, meter.update)
     except (OSError, BrokenProcessPool) as exc:  # e.g. a sandbox that allows no processes
@@ -128,14 +173,12 @@ def _init_worker(channel: Any) -> None:
     _progress_queue = channel
 
 
-def _scan_in_worker(task: Task) -> tuple[Aggregator, int]:
+def _scan_in_worker(task: Task) -> tuple[Any, int]:
     channel = _progress_queue
     return scan(task, None if channel is None else lambda i, done: channel.put((i, done)))
 
 
-def run_workers(
-    tasks: list[Task], update: Callable[[int, int], None]
-) -> list[tuple[Aggregator, int]]:
+def run_workers(tasks: list[Task], update: Callable[[int, int], None]) -> list[tuple[Any, int]]:
     """Count every task in its own process; results in task order."""
     # spawn, not fork: the MCP server calls stats from a process with threads.
     context = multiprocessing.get_context("spawn")
@@ -194,9 +237,10 @@ def _split(path: Path, size: int, parts: int) -> list[tuple[int, int | None]]:
     return list(zip(starts, ends, strict=True))
 
 
-def _merge_parts(parts: list[tuple[Aggregator, int]]) -> Aggregator:
+def _merge_parts(parts: list[tuple[Any, int]]) -> tuple[Any, int]:
+    """The chunks merged in order, and the lines they had together."""
     total, offset = parts[0][0], parts[0][1]
     for agg, lines in parts[1:]:
         total.merge(agg, offset)
         offset += lines
-    return total
+    return total, offset
