@@ -12,7 +12,7 @@ from typing import Unpack
 
 import httpx
 
-from lingyi.backends.kb import KnowledgeBase
+from lingyi.backends.kb import KnowledgeBase, open_kept
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
@@ -67,13 +67,14 @@ def kb_domains(policies: PolicySet) -> list[str] | None:
 
 def open_kb(config: Config, policies: PolicySet | None = None) -> KnowledgeBase:
     """The deployment's knowledge base with the domains its policy allows (any domain when
-    the policies cannot be read: a broken policy must not hide the KB's own problems)."""
+    the policies cannot be read: a broken policy must not hide the KB's own problems).
+    Its index is kept in the user's cache: a restart reads only the files that changed."""
     if policies is None:
         try:
             policies = load_policies(config.validators_dir)
         except PolicyError:
-            return KnowledgeBase(config.kb_dir)
-    return KnowledgeBase(config.kb_dir, domains=kb_domains(policies))
+            return open_kept(config.kb_dir)
+    return open_kept(config.kb_dir, kb_domains(policies))
 
 
 def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:
