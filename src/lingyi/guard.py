@@ -65,16 +65,19 @@ def kb_domains(policies: PolicySet) -> list[str] | None:
     return spec.values if spec else None
 
 
-def open_kb(config: Config, policies: PolicySet | None = None) -> KnowledgeBase:
+def open_kb(
+    config: Config, policies: PolicySet | None = None, *, watch: bool = True
+) -> KnowledgeBase:
     """The deployment's knowledge base with the domains its policy allows (any domain when
     the policies cannot be read: a broken policy must not hide the KB's own problems).
-    Its index is kept in the user's cache: a restart reads only the files that changed."""
+    Its index is kept in the user's cache: a restart reads only the files that changed.
+    ``watch``: follow changes in the background (a one-shot command need not)."""
     if policies is None:
         try:
             policies = load_policies(config.validators_dir)
         except PolicyError:
-            return open_kept(config.kb_dir)
-    return open_kept(config.kb_dir, kb_domains(policies))
+            return open_kept(config.kb_dir, watch=watch)
+    return open_kept(config.kb_dir, kb_domains(policies), watch=watch)
 
 
 def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:

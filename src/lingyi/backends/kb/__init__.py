@@ -25,7 +25,7 @@ import structlog
 
 from lingyi.backends.kb.documents import MAX_FILE_BYTES, KBDoc, KBProblem, parse_document
 from lingyi.backends.kb.indexer import Indexer, duplicate_message
-from lingyi.backends.kb.search import MIN_COVERAGE, KBHit, search
+from lingyi.backends.kb.search import MIN_COVERAGE, KBHit, top_hits
 from lingyi.backends.kb.store import Store, fingerprint
 from lingyi.backends.kb.terms import SNIPPET_CHARS, make_snippet, query_terms, segment
 from lingyi.backends.kb.watch import Background
@@ -65,17 +65,21 @@ def index_path(folder: Path, domains: Sequence[str] | None = None) -> Path:
     return Path(cache) / "lingyi" / "kb" / f"{key}.sqlite"
 
 
-def open_kept(folder: Path, domains: Sequence[str] | None = None) -> KnowledgeBase:
+def open_kept(
+    folder: Path, domains: Sequence[str] | None = None, *, watch: bool = True
+) -> KnowledgeBase:
     """The knowledge base with its index kept in the user's cache (``index_path``), so that
     a restart, or a ``lingyi verify``, reads only the files that changed since. A cache that
-    cannot be written means a temporary index, not a failure."""
+    cannot be written means a temporary index, not a failure. ``watch``: False for a
+    one-shot process, which has no use for a watcher."""
     try:
-        return KnowledgeBase(folder, domains=domains, db_path=index_path(folder, domains))
+        kept = index_path(folder, domains)
+        return KnowledgeBase(folder, domains=domains, db_path=kept, watch=watch)
     except (OSError, BackendError) as exc:
         if isinstance(exc, BackendError) and not isinstance(exc.__cause__, sqlite3.Error):
             raise  # the folder itself is missing: no cache would help
         log.warning("kb.index_not_kept", folder=str(folder), error=str(exc))
-        return KnowledgeBase(folder, domains=domains)
+        return KnowledgeBase(folder, domains=domains, watch=watch)
 
 
 class KnowledgeBase:
@@ -158,7 +162,7 @@ class KnowledgeBase:
             return []
         try:
             with self._store.reading() as conn:
-                return search(conn, terms, limit, domain)
+                return top_hits(conn, terms, limit, domain)
         except sqlite3.Error as exc:
             raise BackendError(f"knowledge base search failed: {exc}") from exc
 

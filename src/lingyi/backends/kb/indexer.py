@@ -68,8 +68,17 @@ def prepare(parsed: Parsed) -> Prepared:
     doc = parsed.doc
     (title, n1), (tags, n2), (body, n3) = map(index_text, (doc.title, " ".join(doc.tags), doc.body))
     columns = (domain_token(doc.domain), title, tags, body)
-    return Prepared(doc.id, doc.path, doc.title, doc.domain, "\n".join(doc.tags), doc.body,
-                    parsed.id_line, columns, n1 + n2 + n3)  # fmt: skip
+    return Prepared(
+        doc.id,
+        doc.path,
+        doc.title,
+        doc.domain,
+        "\n".join(doc.tags),
+        doc.body,
+        parsed.id_line,
+        columns,
+        n1 + n2 + n3,
+    )
 
 
 class Indexer:
@@ -195,8 +204,10 @@ class _Writer:
         if loaded is None or sig is None:
             cur.execute("DELETE FROM files WHERE path = ?", (rel,))
         else:
-            cur.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (rel, *sig, *_file_state(loaded)))  # fmt: skip
+            cur.execute(
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rel, *sig, *_file_state(loaded)),
+            )
             if isinstance(loaded, Prepared):
                 affected.append(loaded.doc_id)
             else:
@@ -209,8 +220,9 @@ class _Writer:
         with an id keeps it (the docs table's unique id says whether one did)."""
         if loaded is None or sig is None:
             return
-        self._cur.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-                          (rel, *sig, *_file_state(loaded)))  # fmt: skip
+        self._cur.execute(
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", (rel, *sig, *_file_state(loaded))
+        )
         if isinstance(loaded, KBProblem):
             _report(loaded)
         elif not self._insert(loaded):
@@ -248,8 +260,10 @@ class _Writer:
         """``rel`` was a duplicate and now comes first: read it again and index it."""
         sig, loaded = self._reread(rel)
         if sig is not None and isinstance(loaded, Prepared) and loaded.doc_id == doc_id:
-            self._cur.execute("UPDATE files SET mtime_ns = ?, size = ?, id_line = ? WHERE path = ?",
-                              (*sig, loaded.id_line, rel))  # fmt: skip
+            self._cur.execute(
+                "UPDATE files SET mtime_ns = ?, size = ?, id_line = ? WHERE path = ?",
+                (*sig, loaded.id_line, rel),
+            )
             self._insert(loaded)
         else:  # it changed since it was read: index what it is now
             self.apply(rel, sig, loaded)
@@ -257,14 +271,17 @@ class _Writer:
     def _insert(self, item: Prepared) -> bool:
         """Index the document; False when its id is already in effect (nothing changes)."""
         cur = self._cur
-        cur.execute("INSERT OR IGNORE INTO docs (doc_id, path, title, domain, tags, body, ntok)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (item.doc_id, item.path, item.title, item.domain, item.tags, item.body,
-                     item.ntok))  # fmt: skip
+        cur.execute(
+            "INSERT OR IGNORE INTO docs (doc_id, path, title, domain, tags, body, ntok)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (item.doc_id, item.path, item.title, item.domain, item.tags, item.body, item.ntok),
+        )
         if cur.rowcount != 1:
             return False
-        cur.execute("INSERT INTO kb_fts (rowid, dom, title, tags, body) VALUES (?, ?, ?, ?, ?)",
-                    (cur.lastrowid, *item.columns))  # fmt: skip
+        cur.execute(
+            "INSERT INTO kb_fts (rowid, dom, title, tags, body) VALUES (?, ?, ?, ?, ?)",
+            (cur.lastrowid, *item.columns),
+        )
         self._docs, self._tokens = self._docs + 1, self._tokens + item.ntok
         return True
 
@@ -275,9 +292,11 @@ class _Writer:
         ).fetchone()
         # A contentless table forgets a row only when given the tokens it was indexed with.
         columns = [index_text(text) for text in (title, tags.replace("\n", " "), body)]
-        cur.execute("INSERT INTO kb_fts (kb_fts, rowid, dom, title, tags, body)"
-                    " VALUES ('delete', ?, ?, ?, ?, ?)",
-                    (rowid, domain_token(domain), *(tokens for tokens, _ in columns)))  # fmt: skip
+        cur.execute(
+            "INSERT INTO kb_fts (kb_fts, rowid, dom, title, tags, body)"
+            " VALUES ('delete', ?, ?, ?, ?, ?)",
+            (rowid, domain_token(domain), *(tokens for tokens, _ in columns)),
+        )
         cur.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
         self._docs -= 1
         self._tokens -= sum(n for _, n in columns)
@@ -429,8 +448,9 @@ def _prepared_by_workers(
 
 class _Worker:
     def __init__(self, root: Path, domains: Sequence[str] | None) -> None:
-        self._proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE)  # fmt: skip
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._in, self._out = self._proc.stdin, self._proc.stdout
         for message in (list(sys.path), (root, None if domains is None else list(domains))):

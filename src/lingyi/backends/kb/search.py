@@ -61,7 +61,7 @@ class _Stats:
     hi: int
 
 
-def search(
+def top_hits(
     conn: sqlite3.Connection, terms: Sequence[Term], limit: int, domain: str | None
 ) -> list[KBHit]:
     """The best ``limit`` documents for ``terms``; ``conn`` is in a read transaction."""
@@ -112,14 +112,14 @@ def _tier(conn: sqlite3.Connection, match: str, seen: list[int], want: int) -> l
 
 
 def _stats(conn: sqlite3.Connection) -> _Stats:
-    values = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('docs', 'tokens')"))
-    # Two subqueries: SQLite reads one end of the b-tree for each, but scans the whole table
-    # for min() and max() in one SELECT.
-    lo, hi = conn.execute(
-        "SELECT (SELECT min(rowid) FROM docs), (SELECT max(rowid) FROM docs)"
+    # One subquery per end of the b-tree: min() and max() in one SELECT scan the whole table.
+    docs, tokens, lo, hi = conn.execute(
+        "SELECT (SELECT value FROM meta WHERE key = 'docs'),"
+        " (SELECT value FROM meta WHERE key = 'tokens'),"
+        " (SELECT min(rowid) FROM docs), (SELECT max(rowid) FROM docs)"
     ).fetchone()
-    docs = int(values["docs"])
-    return _Stats(docs, int(values["tokens"]) / docs if docs else 0.0, lo or 0, hi or 0)
+    docs = int(docs)
+    return _Stats(docs, int(tokens) / docs if docs else 0.0, lo or 0, hi or 0)
 
 
 def _doc_frequency(conn: sqlite3.Connection, term: Term, stats: _Stats) -> int:

@@ -4,9 +4,10 @@ The watcher (``watchfiles``: inotify, FSEvents, ReadDirectoryChangesW) reports t
 changed; those files alone are re-indexed, within about ``STEP_MS`` of the last write. A full
 check (every file's signature against the index) runs every ``interval`` seconds to catch what
 a watcher can miss (a symlink's target edited, an overflowing event queue, a network file
-system), and is the only detection when no watcher can run (then a warning is logged). A
-full check is spaced at least ``SPACING`` times its own duration from the next one, so that
-it never takes more than a small share of a core, whatever the size of the folder.
+system), and is the only detection when no watcher can run (then a warning is logged and
+the check runs every ``POLL_S`` seconds). A full check is spaced at least ``SPACING`` times
+its own duration from the next one, so that it never takes more than a small share of a
+core, whatever the size of the folder.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ log = structlog.get_logger()
 STEP_MS = 50  # a change is handled once the folder has been quiet this long
 DEBOUNCE_MS = 400  # ... or at the latest this long after the first change
 SPACING = 20  # a full check waits at least 20 times its own duration for the next
+POLL_S = 10.0  # full checks when no watcher can run (at most; check_interval if shorter)
 _ERRORS = (OSError, sqlite3.Error, BackendError)
 
 
@@ -56,18 +58,30 @@ class Background:
 
     def _follow_watcher(self) -> bool:
         """Handle the watcher's reports until stopped; False when no watcher could run."""
+        # One full check as soon as the watcher reports (or times out, within a second):
+        # a change made between the index's first build and the watcher's start is in no event.
+        self._next_check = time.monotonic()
         try:
             import watchfiles  # imported here: a KB opened for one search needs no watcher
 
-            changes = watchfiles.watch(self._root, watch_filter=None, debounce=DEBOUNCE_MS,
-                                       step=STEP_MS, stop_event=self._stop, rust_timeout=1000,
-                                       yield_on_timeout=True, raise_interrupt=False)  # fmt: skip
+            changes = watchfiles.watch(
+                self._root,
+                watch_filter=None,
+                debounce=DEBOUNCE_MS,
+                step=STEP_MS,
+                stop_event=self._stop,
+                rust_timeout=1000,
+                yield_on_timeout=True,
+                raise_interrupt=False,
+            )
             for batch in changes:
                 self._handle({path for _, path in batch})
                 if time.monotonic() >= self._next_check:
                     self._full_check()
         except (ImportError, OSError, RuntimeError) as exc:  # e.g. the inotify limit is reached
             log.warning("kb.watch_unavailable", folder=str(self._root), error=str(exc))
+            # Polling from now on, more often, starting at once: events may have been lost.
+            self._interval, self._next_check = min(self._interval, POLL_S), time.monotonic()
             return self._stop.is_set()
         return True
 
