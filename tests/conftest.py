@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,19 @@ from lingyi.policy import PolicySet, load_policies
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_POLICIES = defaults_dir() / "validators"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kb_index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The knowledge-base indexes that servers and the CLI keep (in $XDG_CACHE_HOME) go to
+    a temporary folder, not the user's cache; subprocesses inherit it."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if before is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
 
 
 @pytest.fixture(scope="session")

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lingyi.backends.kb import (
     DEFAULT_KB_DIR,
+    KBDoc,
     KBHit,
     KnowledgeBase,
+    index_path,
+    indexer,
+    open_kept,
     segment,
 )
 from lingyi.config import defaults_dir
@@ -159,6 +166,38 @@ def test_title_match_ranks_first(kb_dir: Path) -> None:
     assert hits[0].score > hits[1].score > 0
 
 
+def test_title_matches_come_first_among_many_matches(tmp_path: Path) -> None:
+    """Ranking looks at a bounded set of candidates, yet gathers title matches first: three
+    titles beat 300 earlier bodies that repeat the term."""
+    for i in range(300):
+        write_doc(tmp_path, f"a{i:03d}.md", f"kb:body-{i}", f"文章{i}", "太极拳" * 3 + FILLER)
+    for i in range(3):
+        write_doc(tmp_path, f"z{i}.md", f"kb:title-{i}", "太极拳", FILLER)
+    hits = KnowledgeBase(tmp_path, watch=False).search("太极拳", limit=5)
+    assert [h.id for h in hits[:3]] == ["kb:title-0", "kb:title-1", "kb:title-2"]
+    assert len(hits) == 5 and all(h.id.startswith("kb:body-") for h in hits[3:])
+
+
+def test_documents_with_enough_terms_are_found_behind_common_ones(tmp_path: Path) -> None:
+    """A hit needs a third of the query's terms; the one document that has them is found
+    although 200 others share its most common term (they do not qualify)."""
+    for i in range(200):
+        write_doc(tmp_path, f"a{i:03d}.md", f"kb:common-{i}", f"文章{i}", "这是一次实验。")
+    write_doc(tmp_path, "z.md", "kb:rare", "物理", "量子纠缠的性质。")
+    hits = KnowledgeBase(tmp_path, watch=False).search("量子纠缠实验", limit=5)
+    assert [h.id for h in hits] == ["kb:rare"]
+
+
+def test_any_domain_name_can_filter(tmp_path: Path) -> None:
+    """Domain names are the deployment's: spaces, symbols and scripts all filter exactly."""
+    write_doc(tmp_path, "a.md", "kb:a", "Tea", "Green tea.", "Tea & Culture")
+    write_doc(tmp_path, "b.md", "kb:b", "Tea", "Black tea.", "tea")
+    kb = KnowledgeBase(tmp_path, watch=False)
+    assert [h.id for h in kb.search("tea", domain="Tea & Culture")] == ["kb:a"]
+    assert [h.id for h in kb.search("tea", domain="tea")] == ["kb:b"]
+    assert kb.search("tea", domain="Tea") == []
+
+
 def test_limit_caps_hits(shipped: KnowledgeBase) -> None:
     """limit bounds the number of hits; limit 0 returns none."""
     assert len(shipped.search("道", limit=2)) == 2
@@ -228,7 +267,7 @@ def test_get_returns_the_document(kb_dir: Path) -> None:
 
 def test_refresh_picks_up_edit_add_and_delete(kb_dir: Path) -> None:
     """refresh() re-indexes changed, new and removed files and counts them."""
-    kb = KnowledgeBase(kb_dir, check_interval=3600)
+    kb = KnowledgeBase(kb_dir, watch=False, check_interval=3600)
     assert kb.refresh() == 0
     edited = write_doc(kb_dir, "c.md", "kb:t-003", "太极拳", "太极拳讲究以柔克刚。", "武")
     touch_later(edited)
@@ -241,20 +280,82 @@ def test_refresh_picks_up_edit_add_and_delete(kb_dir: Path) -> None:
     assert kb.get("kb:t-004") is None and len(kb) == 4
 
 
+def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds or the timeout passes (background work)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def found(kb: KnowledgeBase, query: str) -> list[str]:
+    """The ids a search returns, in order."""
+    return [h.id for h in kb.search(query)]
+
+
 def test_search_picks_up_changes_without_restart(kb_dir: Path) -> None:
-    """search() runs the change check itself once the throttle interval has passed."""
-    kb = KnowledgeBase(kb_dir, check_interval=0)
+    """The watcher re-indexes an added, an edited and a removed file in the background."""
+    kb = KnowledgeBase(kb_dir)
     write_doc(kb_dir, "new.md", "kb:t-009", "咏春拳", "咏春拳重视中线。", "武")
-    assert [h.id for h in kb.search("咏春拳")] == ["kb:t-009"]
+    assert wait_for(lambda: found(kb, "咏春拳") == ["kb:t-009"])
+    write_doc(kb_dir, "new.md", "kb:t-009", "形意拳", "形意拳以五行拳为基础。", "武")
+    assert wait_for(lambda: found(kb, "形意拳") == ["kb:t-009"])
+    assert found(kb, "咏春拳") == []
+    (kb_dir / "new.md").unlink()
+    assert wait_for(lambda: kb.get("kb:t-009") is None)
+    assert found(kb, "形意拳") == [] and len(kb) == 4
 
 
-def test_change_check_is_throttled(kb_dir: Path) -> None:
-    """Within the interval search() does not rescan; refresh() always does."""
-    kb = KnowledgeBase(kb_dir, check_interval=3600)
+def test_watcher_follows_folders_moved_in_and_out(kb_dir: Path, tmp_path: Path) -> None:
+    """A folder moved into the KB is indexed, one removed takes its documents with it."""
+    kb = KnowledgeBase(kb_dir)
+    outside = tmp_path / "incoming"
+    outside.mkdir()
+    write_doc(outside, "x.md", "kb:in-1", "咏春拳", "咏春拳重视中线。", "武")
+    outside.rename(kb_dir / "moved")
+    assert wait_for(lambda: found(kb, "咏春拳") == ["kb:in-1"])
+    doc = kb.get("kb:in-1")
+    assert isinstance(doc, KBDoc) and doc.path == "moved/x.md"
+    (kb_dir / "moved").rename(tmp_path / "gone")
+    assert wait_for(lambda: kb.get("kb:in-1") is None)
+    assert kb.refresh() == 0  # the background work left nothing for a full check
+
+
+def test_search_never_checks_the_folder_itself(kb_dir: Path) -> None:
+    """Change detection is off the request path: with no watcher and a long interval, a new
+    file waits for the next check; refresh() checks at once."""
+    kb = KnowledgeBase(kb_dir, watch=False, check_interval=3600)
     write_doc(kb_dir, "new.md", "kb:t-009", "咏春拳", "咏春拳重视中线。", "武")
     assert kb.search("咏春拳") == []
     assert kb.refresh() == 1
     assert [h.id for h in kb.search("咏春拳")] == ["kb:t-009"]
+
+
+def test_without_a_watcher_a_periodic_check_finds_changes(kb_dir: Path) -> None:
+    """watch=False: the background check, every check_interval seconds, finds the change."""
+    kb = KnowledgeBase(kb_dir, watch=False, check_interval=0.05)
+    write_doc(kb_dir, "new.md", "kb:t-009", "咏春拳", "咏春拳重视中线。", "武")
+    assert wait_for(lambda: found(kb, "咏春拳") == ["kb:t-009"])
+
+
+def test_one_changed_file_is_the_only_one_read(
+    kb_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Incremental indexing: after an edit, a check reads that file alone."""
+    kb = KnowledgeBase(kb_dir, watch=False, check_interval=3600)
+    read: list[str] = []
+    real = indexer.load_file
+
+    def counting(root: Path, rel: str, domains: object) -> object:
+        read.append(rel)
+        return real(root, rel, domains)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(indexer, "load_file", counting)
+    touch_later(write_doc(kb_dir, "b.md", "kb:t-002", "物理学史", "二十世纪的物理学。", "科"))
+    assert kb.refresh() == 1 and read == ["b.md"]
+    assert [h.id for h in kb.search("量子纠缠")] == ["kb:t-001"]
 
 
 # --------------------------------------------------------------------------- problems
@@ -343,12 +444,128 @@ def test_missing_folder_raises_backend_error(tmp_path: Path) -> None:
 
 
 def test_index_can_live_in_a_file(kb_dir: Path, tmp_path: Path) -> None:
-    """With db_path the index is a file; opening it again rebuilds rather than duplicates."""
+    """With db_path the index is a file; opening it again reuses it rather than duplicates."""
     db = tmp_path / "index.sqlite"
     KnowledgeBase(kb_dir, db_path=db).close()
     kb = KnowledgeBase(kb_dir, db_path=db)
     assert db.exists()
     assert [h.id for h in kb.search("量子纠缠")] == ["kb:t-001", "kb:t-002"]
+    assert len(kb) == 4
+
+
+def test_a_kept_index_reads_only_what_changed_while_closed(
+    kb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reopening a kept index reads the files changed, added or removed since, no others."""
+    db = tmp_path / "index.sqlite"
+    KnowledgeBase(kb_dir, db_path=db, watch=False).close()
+    touch_later(write_doc(kb_dir, "a.md", "kb:t-001", "量子通信", "量子通信的历史。", "科"))
+    write_doc(kb_dir, "e.md", "kb:t-005", "八段锦", "八段锦是导引功法。", "气")
+    (kb_dir / "d.md").unlink()
+    read: list[str] = []
+    real = indexer.load_file
+    monkeypatch.setattr(indexer, "load_file", lambda r, rel, d: read.append(rel) or real(r, rel, d))
+    kb = KnowledgeBase(kb_dir, db_path=db, watch=False)
+    assert sorted(read) == ["a.md", "e.md"]
+    assert found(kb, "量子通信") == ["kb:t-001"] and found(kb, "八段锦") == ["kb:t-005"]
+    assert kb.get("kb:t-004") is None and len(kb) == 4
+
+
+def test_a_kept_index_built_for_other_domains_is_rebuilt(kb_dir: Path, tmp_path: Path) -> None:
+    """The index remembers the domains it was built for; other domains mean a rebuild."""
+    db = tmp_path / "index.sqlite"
+    KnowledgeBase(kb_dir, db_path=db, watch=False).close()
+    kb = KnowledgeBase(kb_dir, db_path=db, domains=("科", "道"), watch=False)
+    assert len(kb) == 3 and [p.file for p in kb.problems] == ["c.md"]
+
+
+def test_a_damaged_index_file_is_rebuilt(kb_dir: Path, tmp_path: Path) -> None:
+    """An index file SQLite cannot read is derived data: it is replaced, not an error."""
+    db = tmp_path / "index.sqlite"
+    db.write_bytes(b"this is not a database" * 100)
+    kb = KnowledgeBase(kb_dir, db_path=db, watch=False)
+    assert len(kb) == 4 and found(kb, "气功") == ["kb:t-003"]
+
+
+def test_two_instances_can_share_one_index(kb_dir: Path, tmp_path: Path) -> None:
+    """Two processes (here two instances) on one index file: both apply the same change,
+    the second finds it done, and neither duplicates a document."""
+    db = tmp_path / "index.sqlite"
+    first = KnowledgeBase(kb_dir, db_path=db, watch=False)
+    second = KnowledgeBase(kb_dir, db_path=db, watch=False)
+    write_doc(kb_dir, "e.md", "kb:t-005", "八段锦", "八段锦是导引功法。", "气")
+    assert first.refresh() == 1 and second.refresh() == 0
+    assert found(second, "八段锦") == ["kb:t-005"] and len(second) == len(first) == 5
+
+
+def kb_state(kb: KnowledgeBase) -> tuple[list[tuple[str, str, str]], list[tuple[str, int, str]]]:
+    """What a KB holds: each document's id, path and title, and each problem."""
+    docs = sorted((d.id, d.path, d.title) for d in map(kb.get, kb.ids()) if d)
+    return docs, [(p.file, p.line, p.message) for p in kb.problems]
+
+
+def test_a_large_re_index_reads_in_worker_processes(
+    kb_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many changed files are read and parsed by worker processes; the index is the same
+    as when they are read here, problems and duplicates included."""
+    (kb_dir / "bad.md").write_text("没有前言的正文。\n", encoding="utf-8")
+    write_doc(kb_dir, "z.md", "kb:t-001", "另一篇", "重复的编号。")
+    here = kb_state(KnowledgeBase(kb_dir, watch=False))
+    monkeypatch.setattr(indexer, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(indexer, "_workers", lambda: 2)
+    monkeypatch.setattr(indexer, "CHUNK", 2)
+    assert kb_state(KnowledgeBase(kb_dir, watch=False)) == here
+
+
+def test_without_workers_the_files_are_read_here(
+    kb_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that cannot start (or dies) is no failure: the files are read in-process."""
+    here = kb_state(KnowledgeBase(kb_dir, watch=False))
+    monkeypatch.setattr(indexer, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(indexer, "_WORKER", "import sys; sys.exit(3)")
+    assert kb_state(KnowledgeBase(kb_dir, watch=False)) == here
+
+
+def test_a_deployment_keeps_its_index_in_the_users_cache(
+    kb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """open_kept: one index file per folder and domain list under $XDG_CACHE_HOME, kept
+    after close, so the next start reads only what changed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kept = index_path(kb_dir, DOMAINS)
+    open_kept(kb_dir, DOMAINS).close()
+    assert kept.is_relative_to(tmp_path / "cache") and kept.exists()
+    assert index_path(kb_dir, None) != kept
+    assert len(open_kept(kb_dir, DOMAINS)) == 4
+
+
+def test_a_cache_that_cannot_be_written_means_a_temporary_index(
+    kb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache folder that cannot be created is no failure: the index is temporary."""
+    (tmp_path / "file").write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    kb = open_kept(kb_dir, DOMAINS)
+    assert len(kb) == 4 and not kb._store.path.is_relative_to(tmp_path)
+
+
+def test_close_removes_the_temporary_index_and_stops_watching(kb_dir: Path) -> None:
+    """close() (or dropping the object) stops the background thread and deletes the
+    temporary index file."""
+    before = {t.ident for t in threading.enumerate() if t.name == "kb-changes"}
+    kb = KnowledgeBase(kb_dir)
+    store = kb._store.path
+    assert store.exists()
+    del kb
+    gc.collect()
+    after = {t.ident for t in threading.enumerate() if t.name == "kb-changes"}
+    assert not store.exists() and after <= before
+    kb = KnowledgeBase(kb_dir)
+    kb.close()
+    kb.close()  # twice is harmless
+    assert not kb._store.path.exists()
 
 
 def test_concurrent_search_and_refresh(kb_dir: Path) -> None:

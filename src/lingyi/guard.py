@@ -12,7 +12,7 @@ from typing import Unpack
 
 import httpx
 
-from lingyi.backends.kb import KnowledgeBase
+from lingyi.backends.kb import KnowledgeBase, open_kept
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
@@ -68,17 +68,21 @@ def kb_domains(policies: PolicySet) -> list[str] | None:
     return spec.values if spec else None
 
 
-def open_kb(config: Config, policies: PolicySet | None = None) -> KnowledgeBase:
+def open_kb(
+    config: Config, policies: PolicySet | None = None, *, watch: bool = True
+) -> KnowledgeBase:
     """The deployment's knowledge base with the domains its policy allows (any domain when
-    the policies cannot be read: a broken policy must not hide the KB's own problems)."""
+    the policies cannot be read: a broken policy must not hide the KB's own problems).
+    Its index is kept in the user's cache: a restart reads only the files that changed.
+    ``watch``: follow changes in the background (a one-shot command need not)."""
     if policies is None:
         try:
             policies = load_policies(
                 config.validators_dir, require_shared=config.raw.policies.require_shared
             )
         except PolicyError:
-            return KnowledgeBase(config.kb_dir)
-    return KnowledgeBase(config.kb_dir, domains=kb_domains(policies))
+            return open_kept(config.kb_dir, watch=watch)
+    return open_kept(config.kb_dir, kb_domains(policies), watch=watch)
 
 
 def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:
