@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from lingyi._validation import problems
 from lingyi.checks import REGISTRY, CheckParams, load_builtin_checks
 from lingyi.errors import PolicyError
+from lingyi.policy._judge import JudgeRule, judge_rule_problems
 from lingyi.policy._lexicon import Lexicon, lexicon_fields, lexicon_path, load_lexicon
 from lingyi.policy._model import CheckEntry, MemberPolicy, PolicySet, _CommonFile, _MemberFile
 
@@ -51,6 +52,7 @@ class _Loader:
         self.folder = folder
         self.errors: list[PolicyError] = []
         self._common_broken = False
+        self._shared_judge: list[JudgeRule] = []  # [[judge]] of the shared files
 
     def load(self) -> tuple[PolicySet | None, list[PolicyError]]:
         load_builtin_checks()
@@ -114,6 +116,7 @@ class _Loader:
             return []
         common = self._validate(_CommonFile, data, path)
         params = self._check_params(data, path)
+        self._shared_judge += self._judge_rules(common.judge if common else [], path, None)
         return _attach(common.checks, params) if common else []
 
     def _member(self, path: Path, common: list[CheckEntry]) -> MemberPolicy | None:
@@ -126,6 +129,8 @@ class _Loader:
         if raw is None:
             return None
         self._tool_filters(raw, path)
+        tools = {name: spec.destructive for name, spec in raw.tools.items()}
+        judge = self._judge_rules(raw.judge, path, tools)
         if not self._common_broken:
             self._disabled(raw, common, path)
         if len(self.errors) > before:
@@ -140,6 +145,7 @@ class _Loader:
             tools=raw.tools,
             checks=shared + _attach(raw.checks, params),
             source=str(path),
+            judge=judge + self._shared_judge,
         )
 
     def _check_params(self, data: dict[str, Any], path: Path) -> dict[int, CheckParams]:
@@ -161,6 +167,15 @@ class _Loader:
                 for problem in problems(exc, spec.params, prefix=f"checks[{i}].params"):
                     self._error(path, problem.key, problem.message)
         return parsed
+
+    def _judge_rules(
+        self, rules: list[JudgeRule], path: Path, tools: dict[str, bool] | None
+    ) -> list[JudgeRule]:
+        """The judge's own step (issue 13): ``[[judge]]`` rules, placed and checked against the
+        member's tools (``None``: shared rules, which may name any member's tool)."""
+        for key, message in judge_rule_problems(rules, tools):
+            self._error(path, key, message)
+        return [rule.placed(str(path), i) for i, rule in enumerate(rules)]
 
     def _tool_filters(self, raw: _MemberFile, path: Path) -> None:
         for i, entry in enumerate(raw.checks):

@@ -23,6 +23,7 @@ from lingyi.log.keys import KeyRing
 from lingyi.log.reader import LogLine, decode_line, read_log
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind, subject_of, ts_key
 from lingyi.stats.histogram import LatencyHistogram
+from lingyi.stats.judge import JudgeFigures
 from lingyi.stats.window import Window
 
 DECISIONS: tuple[str, ...] = ("approved", "rejected", "fallback")
@@ -165,6 +166,7 @@ class Aggregator:
         self.appeals: dict[tuple[str, str], Appeals] = {}
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
         self.pending_subjects: list[dict[str, Any]] = []
+        self.judge = JudgeFigures()  # the judge's own figures (lingyi.stats.judge)
 
     # -- per line ----------------------------------------------------------------------
 
@@ -245,6 +247,8 @@ class Aggregator:
             if failed or index == REJECTED:
                 self._failures(record, failed, index)
         self._latency(member, record.get("latency_ms"))
+        if "judge" in record:
+            self.judge.feed(record)
 
     def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
         """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
@@ -371,6 +375,7 @@ class Aggregator:
             for name in ("filed", "upheld", "overturned", "overturned_approvals"):
                 setattr(mine, name, getattr(mine, name) + getattr(counts, name))
         self.pending_subjects.extend(other.pending_subjects)
+        self.judge.merge(other.judge)
 
     # -- appeals written without a snapshot ----------------------------------------------
 
