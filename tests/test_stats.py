@@ -583,8 +583,8 @@ def test_stats_for_is_the_cli_json(tmp_path: Path) -> None:
     assert printed == direct and direct["totals"]["total"] == 2
     assert set(direct) == {
         "schema", "window", "member", "totals", "by_member", "by_type", "by_tool", "by_code",
-        "by_day", "intercepted", "latency_ms", "top_rejection_reasons", "appeals", "integrity",
-        "log",
+        "by_day", "intercepted", "latency_ms", "top_rejection_reasons", "appeals", "judge",
+        "integrity", "log",
     }  # fmt: skip
 
 

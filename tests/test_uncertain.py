@@ -40,7 +40,7 @@ class CountingJudge:
     def __init__(self, passes: bool) -> None:
         self.passes, self.calls = passes, 0
 
-    def __call__(self, ctx: CheckContext) -> CheckResult:
+    def __call__(self, ctx: CheckContext, uncertain: object = ()) -> CheckResult:
         self.calls += 1
         return CheckResult(stage=Stage.JUDGE, code="judge.llm", passed=self.passes, reason="judged")
 

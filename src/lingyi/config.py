@@ -19,7 +19,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from lingyi._validation import Problem, problems
 from lingyi.errors import ConfigError
@@ -220,11 +227,30 @@ class ServerSection(_Strict):
     )
 
 
+class ModelPrice(_Strict):
+    """What one model costs, in US dollars per million tokens (for the judge's cost estimate)."""
+
+    input: float = Field(ge=0, description="Dollars per million input tokens.", examples=[1.0])
+    output: float = Field(ge=0, description="Dollars per million output tokens.", examples=[5.0])
+
+
+def _default_prices() -> dict[str, ModelPrice]:
+    # List prices when this was written; a deployment with other terms sets its own table.
+    return {
+        "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0),
+        "claude-sonnet-4-5": ModelPrice(input=3.0, output=15.0),
+        "claude-opus-4-5": ModelPrice(input=5.0, output=25.0),
+        "claude-opus-4-1": ModelPrice(input=15.0, output=75.0),
+    }
+
+
 class JudgeSection(_Strict):
-    """The optional LLM judge: a second opinion after every deterministic check passed."""
+    """The optional LLM judge, deployment-wide; policy files say where it runs ([[judge]])."""
 
     enabled: bool = Field(False, description="Run the judge at all.")
-    model: str = Field("claude-haiku-4-5", description="Model name for the Messages API.")
+    model: str = Field(
+        "claude-haiku-4-5", description="Model for rules that name none (a small, fast one)."
+    )
     base_url: str | None = Field(
         None,
         description="A Messages-API compatible endpoint (unset: Anthropic's).",
@@ -232,18 +258,74 @@ class JudgeSection(_Strict):
     )
     api_key_env: str = Field(
         "ANTHROPIC_API_KEY",
-        description="Environment variable that holds the API key (never logged).",
+        description="Environment variable that holds the API key (never logged). "
+        "Unset or empty: the judge is unavailable and on_error applies.",
     )
-    timeout_s: float = Field(20.0, description="Timeout of one judge call, in seconds.")
+    timeout_s: float = Field(
+        20.0, gt=0, description="Deadline of one judge call, waiting for a free slot included."
+    )
     on_error: Literal["pass", "fail"] = Field(
-        "pass", description="When the judge cannot be reached: pass (recorded as degraded) or fail."
+        "pass",
+        description="When the judge cannot give a verdict (no key, outage, timeout, budget "
+        "spent, too busy): pass (fail open) or fail (fail closed); recorded as degraded.",
     )
     on_fail: Literal["reject", "fallback", "warn"] = Field(
-        "reject", description="What a negative judgement does to the decision."
+        "reject", description="What a negative verdict does to the decision."
     )
     members: list[str] = Field(
         default_factory=list, description="Members the judge runs for (empty: every member)."
     )
+    max_tokens: int = Field(
+        512, ge=64, le=4096, description="Most output tokens one verdict may use."
+    )
+    max_revisions: int = Field(
+        2,
+        ge=0,
+        le=20,
+        description="Revisions a session may make of one subject (assertion id, tool, or "
+        "content) after needs_revision; the next one is rejected as max_iterations_reached.",
+    )
+    max_retries: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="Retries of a call the SDK may make on 429, 5xx or a lost connection, "
+        "within timeout_s.",
+    )
+    max_in_flight: int = Field(
+        4, ge=1, le=64, description="Judge calls sent to the model at the same time."
+    )
+    max_waiting: int = Field(
+        8,
+        ge=0,
+        le=1024,
+        description="Verifications that may wait for a free slot; beyond that the judge is "
+        "busy (on_error applies), so waiting never ties up every worker.",
+    )
+    cache_ttl_s: float = Field(
+        3600.0, ge=0, description="How long a verdict is reused for the same question (0: never)."
+    )
+    cache_entries: int = Field(4096, ge=0, description="Verdicts kept in the cache.")
+    budget_session_usd: float = Field(
+        0.5, ge=0, description="Most one session may spend on the judge (0: no limit)."
+    )
+    budget_day_usd: float = Field(
+        20.0,
+        ge=0,
+        description="Most this process may spend on the judge per UTC day (0: no limit).",
+    )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=_default_prices,
+        description="Price per model, added to the built-in table (claude-haiku-4-5, "
+        "claude-sonnet-4-5, claude-opus-4-5, claude-opus-4-1). A model matches its name or the "
+        "longest listed prefix of it (a dated version); one not listed is priced as the "
+        "dearest listed, so an estimate is never low.",
+    )
+
+    @field_validator("prices", mode="after")
+    @classmethod
+    def _with_default_prices(cls, prices: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
+        return {**_default_prices(), **prices}  # a deployment adds a model, keeps the rest
 
 
 class LimitsSection(_Strict):

@@ -97,9 +97,9 @@ def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:
 def _judge(config: Config) -> Judge | None:
     if not config.raw.judge.enabled:
         return None
-    from lingyi.judge import AnthropicJudge  # the anthropic client loads only when used
+    from lingyi.judge import Judge as ModelJudge  # the anthropic client loads only when used
 
-    return AnthropicJudge(config.raw.judge)
+    return ModelJudge(config.raw.judge)
 
 
 class Guard:
@@ -146,3 +146,6 @@ class Guard:
 
     def close(self) -> None:
         self.log.close()
+        close_judge = getattr(self.layer.judge, "close", None)  # the judge's loop and client
+        if callable(close_judge):
+            close_judge()

@@ -13,7 +13,7 @@ failures are only logged).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import structlog
@@ -50,9 +50,15 @@ class Scope(TypedDict, total=False):
 
 
 class Judge(Protocol):
-    """A second, model-based opinion; runs only after every deterministic check passed."""
+    """A second, model-based opinion; runs only after every deterministic check passed.
 
-    def __call__(self, ctx: CheckContext) -> CheckResult: ...
+    ``uncertain``: the checks waiting for it (``on_uncertain = "judge"``), so that it sees what
+    they found. None: no judge rule applies here (nothing is added to the result).
+    """
+
+    def __call__(
+        self, ctx: CheckContext, uncertain: Sequence[CheckResult] = ()
+    ) -> CheckResult | None: ...
 
 
 class ConstraintLayer:
@@ -124,7 +130,7 @@ class ConstraintLayer:
         if any(r.detail.get(AWAITING_JUDGE) for r in results):
             return self._judge_uncertain(ctx, results)
         if self.judge is not None and not any(r.blocking for r in results):
-            results.append(self.judge(ctx))
+            results += [verdict] if (verdict := self.judge(ctx)) is not None else []
         return results
 
     def _judge_uncertain(self, ctx: CheckContext, results: list[CheckResult]) -> list[CheckResult]:
@@ -137,11 +143,11 @@ class ConstraintLayer:
                 _settled(r, passed=False, on_fail=OnFail.WARN) if r in waiting else r
                 for r in results
             ]
-        verdict = self.judge(ctx) if self.judge is not None else None
+        verdict = self.judge(ctx, waiting) if self.judge is not None else None
         passed = verdict.passed if verdict else self.judge_unavailable == "pass"
+        degraded = verdict is None or verdict.degraded  # no verdict of the judge's own
         settled = [
-            _settled(r, passed=passed, degraded=verdict is None) if r in waiting else r
-            for r in results
+            _settled(r, passed=passed, degraded=degraded) if r in waiting else r for r in results
         ]
         return settled + ([verdict] if verdict else [])
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lingyi.models import Assertion, CheckResult, Fallback, ToolCall, VerificationResult
+from lingyi.models import Assertion, CheckResult, Fallback, Stage, ToolCall, VerificationResult
 
 SCHEMA_VERSION = 1
 KINDS = ("verification", "appeal", "appeal_resolution", "key_rotation")
@@ -84,6 +84,45 @@ class CheckEntry(BaseModel):
     degraded: bool = False
 
 
+class JudgeCriterion(BaseModel):
+    """One criterion of the rubric (the policy's wording) and the judge's verdict on it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criterion: str
+    passed: bool
+
+
+class JudgeTrace(BaseModel):
+    """What the judge did for one verification: written only when it ran or was consulted.
+
+    ``outcome`` is stable (satisfied, needs_revision, max_iterations_reached, failed,
+    malformed, grader_error, unavailable); ``why`` says what went wrong when there is no
+    verdict (no_api_key, budget_session, budget_day, busy, timeout, connection, http_429, …).
+    ``called``: a request was sent; ``cached``: the verdict was reused. Costs are estimates
+    from the config's price table (``price_assumed``: the model was not in it).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str
+    kind: str
+    model: str
+    subject: str
+    outcome: str
+    why: str | None
+    called: bool
+    cached: bool
+    revision: int
+    max_revisions: int
+    criteria: list[JudgeCriterion]
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    price_assumed: bool
+    latency_ms: float
+
+
 class VerificationRecord(RecordModel):
     kind: Literal["verification"] = "verification"
     source: str
@@ -107,8 +146,9 @@ class VerificationRecord(RecordModel):
     normalized: list[str] | None = None  # steps that changed the content before the checks
     outputs: dict[str, Any] | None = None  # what a conclusion or an answer adds (lingyi.kinds)
     payload: dict[str, Any] | None = None  # the structured input of a conclusion or an answer
+    judge: JudgeTrace | None = None  # when the judge ran or was consulted
 
-    OMIT_IF_NONE = ("member_as_given", "uncertain", "normalized", "outputs", "payload")
+    OMIT_IF_NONE = ("member_as_given", "uncertain", "normalized", "outputs", "payload", "judge")
 
 
 class Subject(BaseModel):
@@ -194,6 +234,8 @@ def verification_record(
         given["outputs"] = result.outputs
     if assertion.payload:
         given["payload"] = assertion.payload
+    if (trace := judge_trace(result)) is not None:
+        given["judge"] = trace
     tool, fallback = assertion.tool_call, result.fallback
     return {
         "id": result.id,
@@ -215,6 +257,27 @@ def verification_record(
         "latency_ms": result.latency_ms,
         "policy_version": result.policy_version,
     }
+
+
+JUDGE_TRACE = "judge"  # the key of a judge check's detail that holds its JudgeTrace
+JUDGE_OUTCOMES = (  # stable: stats, reports and tests count by these
+    "satisfied",
+    "needs_revision",
+    "max_iterations_reached",
+    "failed",
+    "malformed",
+    "grader_error",
+    "unavailable",
+)
+
+
+def judge_trace(result: VerificationResult) -> dict[str, Any] | None:
+    """The judge's trace in a result (the judge stage's check carries it), or None."""
+    for check in result.checks:
+        trace = check.detail.get(JUDGE_TRACE) if check.stage is Stage.JUDGE else None
+        if isinstance(trace, dict):
+            return trace
+    return None
 
 
 def _check_entry(check: CheckResult) -> dict[str, Any]:

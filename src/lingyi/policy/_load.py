@@ -28,6 +28,7 @@ from lingyi._validation import problems
 from lingyi.checks import REGISTRY, CheckParams, load_builtin_checks
 from lingyi.errors import PolicyError
 from lingyi.models import Stage
+from lingyi.policy._judge import JudgeRule, judge_rule_problems
 from lingyi.policy._lexicon import Lexicon, lexicon_fields, lexicon_path, load_lexicon
 from lingyi.policy._model import CheckEntry, MemberPolicy, PolicySet, _CommonFile, _MemberFile
 
@@ -97,6 +98,7 @@ class _Loader:
         self._common_broken = False
         self.shared: dict[str, str] = {}  # shared check → the file that holds it
         self._shared_entries: list[tuple[Path, int, CheckEntry]] = []
+        self._shared_judge: list[JudgeRule] = []  # [[judge]] of the shared files
 
     def load(self) -> tuple[PolicySet | None, list[PolicyError]]:
         load_builtin_checks()
@@ -235,6 +237,7 @@ class _Loader:
         if common is None:
             return []
         self._stages(common.checks, path)
+        self._shared_judge += self._judge_rules(common.judge, path, None)
         for i, entry in enumerate(common.checks):
             self.shared.setdefault(entry.check, str(path))
             self._shared_entries.append((path, i, entry))
@@ -250,6 +253,8 @@ class _Loader:
         if raw is None:
             return None
         self._tool_filters(raw, path)
+        tools = {name: spec.destructive for name, spec in raw.tools.items()}
+        judge = self._judge_rules(raw.judge, path, tools)
         if common and not self._common_broken:  # no shared file: reported once, on the folder
             self._disabled(raw, common, path)
         self._stages(raw.checks, path)
@@ -267,6 +272,7 @@ class _Loader:
             checks=shared + _attach(raw.checks, params),
             source=str(path),
             disabled=list(raw.disable),
+            judge=judge + self._shared_judge,
         )
 
     def _check_params(self, data: dict[str, Any], path: Path) -> dict[int, CheckParams]:
@@ -288,6 +294,15 @@ class _Loader:
                 for problem in problems(exc, spec.params, prefix=f"checks[{i}].params"):
                     self._error(path, problem.key, problem.message)
         return parsed
+
+    def _judge_rules(
+        self, rules: list[JudgeRule], path: Path, tools: dict[str, bool] | None
+    ) -> list[JudgeRule]:
+        """The judge's own step (issue 13): ``[[judge]]`` rules, placed and checked against the
+        member's tools (``None``: shared rules, which may name any member's tool)."""
+        for key, message in judge_rule_problems(rules, tools):
+            self._error(path, key, message)
+        return [rule.placed(str(path), i) for i, rule in enumerate(rules)]
 
     def _tool_filters(self, raw: _MemberFile, path: Path) -> None:
         for i, entry in enumerate(raw.checks):

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from lingyi.checks import CheckParams
 from lingyi.models import AssertionType, OnFail, Stage
+from lingyi.policy._judge import JudgeRule
 from lingyi.policy._lexicon import Lexicon
 
 
@@ -86,11 +87,13 @@ class _MemberFile(_Strict):
     tools: dict[str, ToolSpec] = Field(default_factory=dict)
     checks: list[CheckEntry] = Field(default_factory=list)
     disable: list[str] = Field(default_factory=list)
+    judge: list[JudgeRule] = Field(default_factory=list)  # where the judge runs (issue 13)
 
 
 class _CommonFile(_Strict):
     description: str = ""
     checks: list[CheckEntry] = Field(default_factory=list)
+    judge: list[JudgeRule] = Field(default_factory=list)
 
 
 class MemberPolicy(BaseModel):
@@ -103,6 +106,8 @@ class MemberPolicy(BaseModel):
     checks: list[CheckEntry]
     source: str
     disabled: list[str] = Field(default_factory=list)  # shared checks this member replaced
+    # The member's own judge rules first, then the shared ones (see lingyi.judge for the order).
+    judge: list[JudgeRule] = Field(default_factory=list)
 
     @property
     def names(self) -> list[str]:

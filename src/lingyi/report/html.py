@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from lingyi.report import charts
 from lingyi.report import figures as f
+from lingyi.report.judge import criteria_table, judge_figures, judge_table
 from lingyi.report.labels import Labels
 
 
@@ -56,6 +57,13 @@ def _charts(stats: f.Stats, t: Labels) -> dict[str, Markup]:
     }
 
 
+def _judge(stats: f.Stats, t: Labels) -> dict[str, object]:
+    judge = judge_figures(stats)
+    if judge is None:
+        return {"judge": None, "judge_criteria": None}
+    return {"judge": judge_table(judge, t), "judge_criteria": criteria_table(judge, t)}
+
+
 def render_html(stats: f.Stats, lang: str) -> str:
     t = Labels(lang)
     page = (
@@ -75,6 +83,7 @@ def render_html(stats: f.Stats, lang: str) -> str:
             integrity_ok=stats["integrity"]["ok"],
             integrity=f.integrity_table(stats, t),
             examples=f.integrity_examples(stats, t),
+            **_judge(stats, t),
             **_charts(stats, t),
         )
     )

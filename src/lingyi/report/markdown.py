@@ -7,6 +7,7 @@ table.
 from __future__ import annotations
 
 from lingyi.report import figures as f
+from lingyi.report.judge import criteria_table, judge_figures, judge_table
 from lingyi.report.labels import Labels
 
 
@@ -34,6 +35,16 @@ def _integrity(stats: f.Stats, t: Labels) -> str:
     return "\n\n".join([t["integrity_bad"], table, "\n".join(examples)])
 
 
+def _judge(stats: f.Stats, t: Labels) -> str:
+    judge = judge_figures(stats)
+    if judge is None:
+        return t["judge_none"]
+    criteria = criteria_table(judge, t)
+    return "\n\n".join(
+        [md_table(judge_table(judge, t)), *([md_table(criteria)] if criteria.rows else [])]
+    )
+
+
 def render_markdown(stats: f.Stats, lang: str) -> str:
     t = Labels(lang)
     sections = [
@@ -42,6 +53,7 @@ def render_markdown(stats: f.Stats, lang: str) -> str:
         (t["top_codes"], _or_none(f.code_table(stats, t), t)),
         (t["reasons"], _or_none(f.reason_table(stats, t), t)),
         (t["per_member"], _or_none(f.member_table(stats, t), t)),
+        (t["judge"], _judge(stats, t)),
         (t["integrity"], _integrity(stats, t)),
     ]
     parts = [f"# {t['title']} — {stats['window']['label']}", f.window_line(stats, t)]

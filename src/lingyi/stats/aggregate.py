@@ -27,6 +27,7 @@ from lingyi.log.reader import LogLine, decode_line, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind, subject_of, ts_key
 from lingyi.redact import clip, redact_text
 from lingyi.stats.histogram import LatencyHistogram
+from lingyi.stats.judge import JudgeFigures
 from lingyi.stats.window import Window
 
 DECISIONS: tuple[str, ...] = ("approved", "rejected", "fallback")
@@ -197,6 +198,7 @@ class Counters:
         self.latency = LatencyHistogram()
         self.member_latency: dict[str, LatencyHistogram] = {}
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
+        self.judge = JudgeFigures()  # the judge's own figures (lingyi.stats.judge)
 
     def count(self, record: dict[str, Any], member: str, index: int, lineno: int) -> None:
         """Count one verification of ``member`` whose decision is ``DECISIONS[index]``."""
@@ -213,6 +215,8 @@ class Counters:
             if failed or index == REJECTED:
                 self._failures(record, failed, index, lineno)
         self._latency(member, record.get("latency_ms"))
+        if "judge" in record:
+            self.judge.feed(record)
 
     def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
         """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
@@ -289,6 +293,7 @@ class Counters:
         self.latency.merge(other.latency)
         for member, histogram in other.member_latency.items():
             self.member_latency.setdefault(member, LatencyHistogram()).merge(histogram)
+        self.judge.merge(other.judge)
 
 
 # --------------------------------------------------------------------------- the pass

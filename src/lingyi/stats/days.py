@@ -20,6 +20,7 @@ from typing import Any
 from lingyi.log.records import ts_key
 from lingyi.stats.aggregate import Appeals, Counters
 from lingyi.stats.histogram import LatencyHistogram
+from lingyi.stats.judge import JudgeFigures
 from lingyi.stats.window import local_midnight
 
 MAX_EXAMPLES = 20  # as many "no valid decision" examples as stats ever show
@@ -67,6 +68,7 @@ class Cell(Counters):
             "latency": histogram.as_state() if histogram is not None else None,
             "invalid": self.invalid,
             "invalid_examples": [list(e) for e in self.invalid_examples],
+            "judge": self.judge.as_state() if self.judge.consulted else None,
         }
 
     @classmethod
@@ -87,6 +89,8 @@ class Cell(Counters):
             cell.member_latency[name] = LatencyHistogram.from_state(state["latency"])
         cell.invalid = state["invalid"]
         cell.invalid_examples = [(line, rid) for line, rid in state["invalid_examples"]]
+        if state["judge"] is not None:
+            cell.judge = JudgeFigures.from_state(state["judge"])
         return cell
 
 

@@ -81,6 +81,7 @@ class StatsView:
             "latency_ms": {**agg.latency.summary(), "method": _LATENCY_METHOD},
             "top_rejection_reasons": self._top_reasons(),
             "appeals": appeals_json(agg.appeals.get(("all", "")), totals["blocked"]),
+            "judge": agg.judge.as_json(),
             "integrity": agg.integrity.as_json(agg.chain.report),
         }
 

@@ -1,0 +1,273 @@
+"""The judge the layer calls: plan, remember, pay, ask, read, decide — cheapest first.
+
+For one verification: the plan (which rule; none → the judge is not consulted), a subject
+already sent back too often (a final rejection, no call), a cached verdict (no call), no API
+key or a spent budget (unavailable, no call), then the call itself on the judge's loop. What
+comes back is a verdict, or a problem with a stable outcome:
+
+=========================  ===========================================  ==================
+outcome                    when                                         effect
+=========================  ===========================================  ==================
+``satisfied``              every criterion passed                       passes
+``needs_revision``         a criterion failed; revisions left           ``on_fail``, gaps
+``max_iterations_reached`` needs_revision past ``max_revisions``        ``on_fail``, final
+``failed``                 the rubric cannot be evaluated on it         ``on_fail``
+``malformed``              the answer does not fit the schema           fails (degraded)
+``grader_error``           the call raised (timeout, HTTP, connection)  ``on_error``
+``unavailable``            no key, budget spent, too busy               ``on_error``
+=========================  ===========================================  ==================
+
+``failed`` and ``malformed`` never pass, whatever ``on_error`` says: the content under review
+can steer what the model answers, so an answer that is not a positive verdict must not open
+the gate. Only the judge's absence (``grader_error``, ``unavailable``) follows ``on_error``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+
+from lingyi import messages
+from lingyi.checks import CheckContext
+from lingyi.config import JudgeSection
+from lingyi.judge._budget import Budget, cost_usd, price_of, worst_case_usd
+from lingyi.judge._memory import Revisions, VerdictCache
+from lingyi.judge._plan import Plan, plan_for
+from lingyi.judge._prompt import Request, build_request
+from lingyi.judge._runner import Busy, JudgeLoop
+from lingyi.judge._verdict import Malformed, Verdict, parse
+from lingyi.log.records import JUDGE_TRACE as TRACE
+from lingyi.models import Assertion, CheckResult, Stage
+
+
+@dataclass(frozen=True)
+class Problem:
+    """No verdict: the outcome (malformed, grader_error, unavailable) and why."""
+
+    outcome: str
+    why: str
+
+
+@dataclass
+class Run:
+    """One consultation of the judge as it goes: what the log record's ``judge`` field says."""
+
+    ctx: CheckContext
+    plan: Plan
+    subject: str
+    started: float
+    called: bool = False  # a request was sent (and paid for, if it got an answer)
+    cached: bool = False  # the verdict came from the cache
+    revision: int = 0
+    why: str | None = None
+    criteria: list[dict[str, Any]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    price_assumed: bool = False
+
+    def trace(self, outcome: str) -> dict[str, Any]:
+        """Every key, always (the log's ``JudgeTrace``): a stable shape for stats and people."""
+        plan = self.plan
+        return {
+            "rule": plan.source,
+            "kind": plan.kind,
+            "model": plan.model,
+            "subject": self.subject,
+            "outcome": outcome,
+            "why": self.why,
+            "called": self.called,
+            "cached": self.cached,
+            "revision": self.revision,
+            "max_revisions": plan.max_revisions,
+            "criteria": self.criteria,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "price_assumed": self.price_assumed,
+            "latency_ms": round((time.perf_counter() - self.started) * 1000, 3),
+        }
+
+
+def subject_of(assertion: Assertion) -> str:
+    """What revisions are counted against: the assertion id, else the tool, else the content."""
+    if assertion.id:
+        return f"id:{assertion.id}"
+    if assertion.tool_call is not None:
+        return f"tool:{assertion.tool_call.name}"
+    return "sha256:" + hashlib.sha256(assertion.content.encode()).hexdigest()[:16]
+
+
+class Judge:
+    """The second layer. The layer calls it after every deterministic check passed (or for
+    checks waiting on it); it returns one ``CheckResult``, or None when no rule applies."""
+
+    def __init__(self, config: JudgeSection, *, api_key: str | None = None) -> None:
+        self.config = config
+        key = os.environ.get(config.api_key_env, "") if api_key is None else api_key
+        self._key = key.strip() or None  # never logged, never in a result
+        self.cache = VerdictCache(config.cache_ttl_s, config.cache_entries)
+        self.budget = Budget(config.budget_session_usd, config.budget_day_usd)
+        self.revisions = Revisions()
+        self.loop = JudgeLoop(self._client, config.max_in_flight, config.max_waiting)
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        # An explicit key: the SDK then reads no other credential from the environment or disk.
+        return anthropic.AsyncAnthropic(
+            api_key=self._key,
+            base_url=self.config.base_url,
+            timeout=self.config.timeout_s,
+            max_retries=self.config.max_retries,
+        )
+
+    def close(self) -> None:
+        self.loop.close()
+
+    def __call__(
+        self, ctx: CheckContext, uncertain: Sequence[CheckResult] = ()
+    ) -> CheckResult | None:
+        plan = plan_for(ctx, self.config)
+        if plan is None:
+            return None
+        run = Run(ctx, plan, subject_of(ctx.assertion), time.perf_counter())
+        run.revision = self.revisions.count(ctx.assertion.session, run.subject)
+        if run.revision > plan.max_revisions:  # closed: no more calls for this subject
+            return self._final(run)
+        request = build_request(
+            ctx, plan.kind, list(plan.criteria), plan.model, plan.max_tokens, list(uncertain)
+        )
+        answer: Verdict | Problem | None = self.cache.get(request.key)
+        run.cached = answer is not None
+        if answer is None:
+            answer = self._ask(request, run)
+        return self._judged(run, answer)
+
+    # -- asking ------------------------------------------------------------------------
+
+    def _ask(self, request: Request, run: Run) -> Verdict | Problem:
+        if self._key is None:
+            return Problem("unavailable", "no_api_key")
+        params = request.params()
+        price, run.price_assumed = price_of(self.config.prices, run.plan.model)
+        held = self.budget.reserve(run.ctx.assertion.session, worst_case_usd(price, params))
+        if isinstance(held, str):
+            return Problem("unavailable", held)
+        reply = self._call(params, run.plan.timeout_s)
+        run.called = not (isinstance(reply, Problem) and reply.outcome == "unavailable")
+        if not isinstance(reply, Problem):
+            run.input_tokens, run.output_tokens = _tokens(reply)
+            run.cost_usd = cost_usd(price, run.input_tokens, run.output_tokens)
+        self.budget.settle(held, run.cost_usd)
+        if isinstance(reply, Problem):
+            return reply
+        try:
+            verdict = parse([block.model_dump() for block in reply.content], request.criteria)
+        except Malformed as exc:
+            return Problem("malformed", str(exc))
+        self.cache.put(request.key, verdict)
+        return verdict
+
+    def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
+        """The Messages API call on the judge's loop, or the Problem it raised."""
+        try:
+            return self.loop.run(
+                lambda client: client.messages.create(**params, timeout=timeout_s), timeout_s
+            )
+        except Busy:
+            return Problem("unavailable", "busy")
+        except (TimeoutError, anthropic.APITimeoutError):
+            return Problem("grader_error", "timeout")
+        except anthropic.APIStatusError as exc:
+            return Problem("grader_error", f"http_{exc.status_code}")
+        except anthropic.APIConnectionError:
+            return Problem("grader_error", "connection")
+        except Exception as exc:  # anything else the client raised: still no verdict
+            return Problem("grader_error", type(exc).__name__)
+
+    # -- what the answer means -----------------------------------------------------------
+
+    def _judged(self, run: Run, answer: Verdict | Problem) -> CheckResult:
+        if isinstance(answer, Problem):
+            return self._problem(run, answer)
+        run.criteria = [{"criterion": c.text, "passed": c.passed} for c in answer.criteria]
+        if answer.verdict == "needs_revision":
+            return self._revision(run, answer)
+        passed = answer.verdict == "satisfied"
+        reason = _text(run, answer.verdict, explanation=answer.explanation)
+        return _finish(
+            run, answer.verdict, passed, reason, None if passed else _text(run, "failed_hint")
+        )
+
+    def _revision(self, run: Run, verdict: Verdict) -> CheckResult:
+        run.revision = self.revisions.bump(run.ctx.assertion.session, run.subject)
+        if run.revision > run.plan.max_revisions:
+            return self._final(run)
+        gaps = _text(run, "gap_join").join(
+            _text(run, "gap", id=c.id, criterion=c.text, gap=c.gap) for c in verdict.gaps
+        )
+        hint = _text(run, "revise", gaps=gaps, revision=run.revision, max=run.plan.max_revisions)
+        reason = _text(run, "needs_revision", explanation=verdict.explanation)
+        return _finish(run, "needs_revision", False, reason, hint)
+
+    def _final(self, run: Run) -> CheckResult:
+        reason = _text(run, "final", subject=run.subject, max=run.plan.max_revisions)
+        return _finish(run, "max_iterations_reached", False, reason, _text(run, "final_hint"))
+
+    def _problem(self, run: Run, problem: Problem) -> CheckResult:
+        run.why = problem.why
+        if problem.outcome == "malformed":  # fails closed: an answer is never guessed
+            reason = _text(run, "malformed", problem=problem.why)
+            return _finish(run, "malformed", False, reason, _text(run, "malformed_hint"), True)
+        passed = run.plan.on_error == "pass"
+        why = self._why(run, problem.why)
+        reason = _text(run, problem.outcome, why=why)
+        hint = None if passed else _text(run, "unavailable_hint")
+        return _finish(run, problem.outcome, passed, reason, hint, True)
+
+    def _why(self, run: Run, why: str) -> str:
+        if why.startswith("http_"):
+            return _text(run, "why.http", status=why.removeprefix("http_"))
+        known = ("no_api_key", "budget_session", "budget_day", "busy", "timeout", "connection")
+        if why not in known:
+            return _text(run, "why.error", error=why)
+        limits = {
+            "budget_session": self.config.budget_session_usd,
+            "budget_day": self.config.budget_day_usd,
+        }
+        return _text(
+            run,
+            f"why.{why}",
+            env=self.config.api_key_env,
+            usd=limits.get(why, 0),
+            s=run.plan.timeout_s,
+        )
+
+
+def _tokens(reply: Any) -> tuple[int, int]:
+    usage = getattr(reply, "usage", None)
+    return int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0)
+
+
+def _text(run: Run, name: str, /, **values: Any) -> str:
+    return messages.text(run.ctx.lang, f"judge.{name}", **values)
+
+
+def _finish(
+    run: Run, outcome: str, passed: bool, reason: str, hint: str | None, degraded: bool = False
+) -> CheckResult:
+    return CheckResult(
+        stage=Stage.JUDGE,
+        code=run.plan.code,
+        passed=passed,
+        reason=reason,
+        detail={"outcome": outcome, TRACE: run.trace(outcome)},
+        on_fail=run.plan.on_fail,
+        recommendation=None if passed else hint,
+        degraded=degraded,
+    )
