@@ -4,8 +4,8 @@ the judge unreachable, and the figures of stats and the weekly report."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
