@@ -43,6 +43,11 @@ NOT_FACTS = [
     ("lingzhi", "The KB should hold the full Daodejing."),
     ("lingyi", "检索：知识库里讲庄子的文章"),
     ("lingzhi", "【推演】照这个速度，知识库下个月会有五百个条目"),
+    # a roster; an assignment; a preference; a command
+    ("lingyi", "本周值班：灵研（数据集）、灵知（知识库）。"),
+    ("lingyi", "Assigning to LingResearch: recount the rows of loans_2025."),
+    ("lingresearch", "I'd rather re-check the loans_2025 schema before anyone trusts its rows."),
+    ("lingresearch", "读取 loans_2025 数据集"),  # what a tool call does, said as a command
 ]
 
 
@@ -76,6 +81,9 @@ FACTS = [
     ("lingzhi", "The \u039aB has a guide to Autumn Floods."),  # a Greek capital kappa
     ("lingzhi", "&#30693;&#35782;&#24211;里有《庄子·秋水》的导读"),  # HTML entities
     ("lingyi", "灵 知的知识库里有《庄子·秋水》的导读"),  # a name spaced out
+    # a task-list lead-in covers its own sentence only: a fact on the next line is a fact
+    ("lingyi", "待办：\n知识库里有《庄子·秋水》的导读"),
+    ("lingresearch", "Tasks: done. The loans_2025 dataset has 8,000 rows."),
 ]
 
 

@@ -78,6 +78,18 @@ RULES = [
     ("索引上线礼拜四，这事稳了", "flagged"),  # certainty in its own clause vouches for the sentence
     ("The index lands Thursday, no two ways about it, for certain.", "flagged"),
     ("稳了，上周四的评审已经完成", "passes"),  # certainty about the past
+    # a modal with "be" and a number is a measured forecast; with a place or time, a schedule
+    ("The glossary's error count'll be zero by Friday.", "flagged"),
+    ("Next quarter's recall will be 0.88.", "flagged"),
+    ("下个月的命中率会到 0.93", "flagged"),
+    ("The glossary review will be at 10 on Friday.", "passes"),
+    ("评审会到十点才开始吗？", "passes"),  # a question asks
+    # events that were missing from the lexicon: passing a review, coming back, rolling out
+    ("词表 v2 将于下周通过验收", "flagged"),
+    ("By then the new index will have fully rolled out.", "flagged"),
+    ("The timeouts will come back next week.", "flagged"),
+    ("The new index rolled out last Friday.", "passes"),  # past
+    ("上周词表 v2 已经通过验收", "passes"),
 ]
 
 

@@ -64,6 +64,13 @@ DECLARED = [
     ("LingFlow said the v2.9 migration script is merged and CI is green.", True),
     ("灵通说 v2.9 的夜间构建已经发布", False),  # r-2: on hold
     ("LingZhi said the 大学 notes were finalised on Friday.", False),  # r-4: Thursday
+    # a state inside a condition is not claimed; one narrated after "after" is
+    ("LingFlow says the v2.9 nightly build is held until the signing key is rotated.", True),
+    ("LingFlow says the v2.9 nightly build is on hold until the key is done.", True),
+    ("LingFlow says that after the key rotation the v2.9 nightly build was released.", False),
+    ("灵通说等到签名密钥轮换完成，v2.9 的夜间构建就已经发布了", False),
+    # 这周一条: a count this week, not Monday; "not one … at all" is none
+    ("灵研说 exp-90 这周一条重复样本都没有去掉", False),  # r-3: 37 removed
 ]
 
 

@@ -317,12 +317,15 @@ def _prepare(text: str) -> str:
     text = _PHRASAL.sub(r"\1 \3 \2", text)
     text = _NUMERAL_AFTER_NAME.sub(" ", text)  # v3一万二千四百: v3 and 12400, not v312400
     text = _WEEKDAY.sub(r"\1 ", text)  # 周一分享会: Monday's talk, not 周 + 1分
+    text = _NOT_ONE.sub(r"没有\2", text)  # 一条新记录都没有: none, not one
     text = _SCALED.sub(lambda m: _scaled(m.group(1), m.group(2)), text)  # 9.8 万 = 98000
     text = arabic_numerals(_NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1)], text))
     return _TENTHS.sub(lambda m: f"{_TENTH_DIGITS.get(m.group(1), m.group(1))}0%", text)
 
 
-_WEEKDAY = re.compile(r"((?:周|星期|礼拜)[一二三四五六日天])")
+# 周一分享会 is Monday's talk; 这周一条 is one item this week (a measure word follows).
+_WEEKDAY = re.compile(r"((?:周|星期|礼拜)[一二三四五六日天])(?![条个篇次份项件位名批张])")
+_NOT_ONE = re.compile(r"一([条个篇次份项件位])([^,.;:!?，。；：！？]{0,8}?)(?:都|也)(?:没有|没)")
 _SCALED = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(万|千|亿)")
 _SCALE = {"千": Decimal(1000), "万": Decimal(10000), "亿": Decimal(100_000_000)}
 
@@ -579,13 +582,36 @@ def _labels(unit: str) -> bool:
     return fam is not None and fam != "trend"
 
 
+_POSTPOSED = ("之后", "以后")
+# Only words that make what follows a condition; "after"/"before"/"when" also narrate what
+# happened ("after the review it was cancelled" claims the cancellation).
+_PREPOSED = frozenset({"until", "unless", "once", "pending", "if", "等到", "一旦", "如果", "除非"})
+
+
+def _conditions(text: str) -> bool:
+    """Does the clause hold a condition ("once it is tagged", 等到…之后)?"""
+    return any(m.group() in _PREPOSED or m.group() in _POSTPOSED for m in _CONDITION.finditer(text))
+
+
+def _conditional(text: str, hit: _Hit) -> bool:
+    """A state inside a condition is not asserted: "on hold until the review is done",
+    "安全评审完成之后再发" (the release is held; the review's state is not claimed)."""
+    for found in _CONDITION.finditer(text):
+        if found.group() in _POSTPOSED:
+            if hit.end <= found.start() <= hit.end + 2:
+                return True
+        elif found.group() in _PREPOSED and found.end() <= hit.start:
+            return True
+    return False
+
+
 def _states(status: list[_Hit], actions: list[_Hit], text: str, denied_act: bool) -> frozenset[str]:
     """States the clause asserts. A negated done is not done; a perfective with no other
     progress state is done; a negated action is work not done."""
     states: set[str] = set()
     negators = [h for h in status if h.group in _NEGATING]
     for hit in status:
-        if hit.group in _CUES:
+        if hit.group in _CUES or _conditional(text, hit):
             continue
         negated = any(n.end <= hit.start <= n.end + 5 for n in negators)
         states.add(_NEGATED_STATE.get(hit.group, "") if negated else hit.group)
@@ -596,7 +622,7 @@ def _states(status: list[_Hit], actions: list[_Hit], text: str, denied_act: bool
         progress = True
     marked = any(h.group == PERFECTIVE for h in status) or bool(_EN_PERFECT.search(text))
     after_action = any(text[h.end : h.end + 3].lstrip().startswith("了") for h in actions)
-    perfective = (marked and not _CONDITION.search(text)) or after_action
+    perfective = (marked and not _conditions(text)) or after_action
     if perfective and not progress and not negators:
         states.add(DONE)
     return frozenset(states)
