@@ -6,6 +6,7 @@ with tool use, by a script. Every request the tests count reached that server.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from lingyi.judge._memory import VerdictCache
 from lingyi.models import Evidence
 from lingyi.policy import PolicySet
 from tests import messages_api as api
-from tests.judge_kit import FAKE_KEY, Rig, closed_port_url, judged, rig, trace
+from tests.judge_kit import FAKE_KEY, SUPPORTED, Rig, closed_port_url, judged, rig, trace
 
 
 @pytest.fixture
@@ -64,6 +65,26 @@ def test_satisfied_approves_with_its_cost_on_record(model: Any, make: Any) -> No
     sent = state.headers[0]
     assert FAKE_KEY in (sent.get("x-api-key") or sent.get("authorization") or "")
     assert sent["x-stainless-async"].startswith("async:")  # AsyncAnthropic, on our loop
+
+
+SECRETS = [
+    # (where the secret is, the assertion's fields)
+    ("content", {"content": "The deploy key AKIAQ3EXAMPLE7KEYQ4Z is rotated; " + SUPPORTED}),
+    ("attached context", {"content": SUPPORTED, "context": {"api_key": "s3cr3t-v@lue-991"}}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("where", "fields"), SECRETS, ids=[s[0] for s in SECRETS])
+def test_secrets_are_redacted_before_they_reach_the_model(
+    model: Any, make: Any, where: str, fields: dict[str, Any]
+) -> None:
+    """The judge is a third party: a key in the content or under a secret's name in what the
+    caller attached is replaced by its marker in the request the model receives."""
+    state, _ = model
+    make().verify(**fields)
+    sent = json.dumps(state.requests, ensure_ascii=False)
+    assert "AKIAQ3EXAMPLE7KEYQ4Z" not in sent and "s3cr3t-v@lue-991" not in sent
+    assert "[REDACTED:" in sent
 
 
 def test_needs_revision_lists_every_gap(model: Any, make: Any) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from lingyi.checks import CheckContext
 from lingyi.models import CheckResult
+from lingyi.redact import redact_value
 
 TOOL_NAME = "record_verdict"
 VERDICTS = ("satisfied", "needs_revision", "failed")
@@ -131,7 +132,9 @@ def build_request(
     uncertain: list[CheckResult],
 ) -> Request:
     """The data document and its cache key for one verification."""
-    document = material(ctx, kind, uncertain)
+    # The judge is a third party: a key pasted into the content, a tool argument or a council
+    # message is replaced before it leaves, as it is before the log keeps it.
+    document = redact_value(material(ctx, kind, uncertain))
     data = json.dumps(document, ensure_ascii=False, indent=1)
     keyed = {**document, "content": ctx.canon.text if ctx.assertion.content else ""}
     key = hashlib.sha256(
