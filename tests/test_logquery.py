@@ -102,6 +102,32 @@ def test_cli_query_jsonl_and_tail(log: tuple[Path, list[dict[str, Any]]], tmp_pa
     assert len(run_lingyi(*base, "query", *day).stdout.splitlines()) == 1  # R3: 17:00 local
 
 
+def test_tail_and_query_never_show_a_secret_an_older_record_holds(
+    log: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    """A record written before redaction covered a format (here appended raw, as an older
+    version or another tool would) is shown with markers, in both formats; ids stay."""
+    path, _ = log
+    old = vrec(
+        "2026-11-30T08:00:00.000Z", content="deploy with ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"
+    )
+    old["id"], old["tool_call"] = (
+        "old-1",
+        {
+            "name": "git_push",
+            "arguments": {"password": "hunter2-correct-horse"},
+        },
+    )
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(old, ensure_ascii=False) + "\n")
+    base = ["--config", write_config(tmp_path), "--log", path, "log"]
+    for args in (("tail", "-n", "1"), ("tail", "-n", "1", "--json"), ("query", "--json")):
+        out = run_lingyi(*base, *args).stdout
+        assert "ghp_0123456789" not in out and "hunter2" not in out, args
+        assert "old-1" in out, args
+        assert "[REDACTED:" in out or "--json" not in args, args  # the human line has no text
+
+
 def test_cli_reports_skipped_lines_on_stderr(
     log: tuple[Path, list[dict[str, Any]]], tmp_path: Path
 ) -> None:

@@ -183,7 +183,8 @@ def _print_records(
     tz: str | None,
 ) -> None:
     zone = resolve_zone(tz, config)
-    for record in records:
+    for written in records:
+        record = logquery.shown(written)
         app.out(logquery.format_jsonl(record) if as_json else logquery.format_human(record, zone))
     if skipped.count:
         app.err(

@@ -21,6 +21,7 @@ from typing import Any
 from lingyi.log.reader import LogLine, line_numbers, read_log, reversed_lines
 from lingyi.log.records import KINDS as RECORD_KINDS
 from lingyi.log.records import failed_codes, normalise_ts, record_kind, ts_key
+from lingyi.redact import redact_value
 
 KINDS = (*RECORD_KINDS, "all")
 _TEXT_FIELDS = ("content", "reason", "recommendation", "note")
@@ -161,6 +162,17 @@ def _add_skipped(path: Path, skipped: Skipped, bad: list[LogLine]) -> None:
 
 
 # --------------------------------------------------------------------------- output
+
+
+# What identifies a record and its place in the chain is shown as written: redacting a hash
+# that happens to look like a token would break `lingyi log verify` on piped output.
+_AS_WRITTEN = frozenset({"id", "ts", "seq", "prev", "hash", "mac", "key_id", "schema", "kind"})
+
+
+def shown(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` as tail and query show it: a record written before the redaction catalogue
+    covered a secret (or by another tool) has it replaced on the way out."""
+    return {k: v if k in _AS_WRITTEN else redact_value(v) for k, v in record.items()}
 
 
 def format_jsonl(record: dict[str, Any]) -> str:
