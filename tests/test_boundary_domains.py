@@ -36,6 +36,10 @@ def found(query: str, lexicon: Lexicon) -> set[str]:
 
 
 IN_SCOPE = [
+    # 医 as culture and history: court physicians, herbal tea shops
+    ("明代御医的选拔制度", "医"),
+    ("The imperial physicians of the Qing court", "医"),
+    ("岭南凉茶铺的文化史", "医"),
     # 儒
     ("董仲舒与天人感应", "儒"),
     ("Zengzi and the Classic of Filial Piety", "儒"),

@@ -91,6 +91,7 @@ LOOKALIKES = [
     "Treat every schema change as a breaking change until the migration lands.",
     "这次慢查询的症状很典型，先看执行计划再对症下药",
     "The real cure for these flaky builds is hermetic test fixtures.",
+    "Let's prescribe a fix for the worst of the flaky suites first.",  # prescribing code
     "Healing the partitioned cluster took twelve minutes.",
     "这个接口的兼容问题真让人头疼",
     "we kill the pain points in onboarding first",
