@@ -289,3 +289,14 @@ def test_query_traces_without_a_backend_says_so(tmp_path: Path) -> None:
 
     with_client(dep, body)
     assert seen["r"].is_error and "[traces] base_url" in verdict(seen["r"])["error"]
+
+
+def test_a_secret_in_a_conclusion_is_redacted_in_the_log(tmp_path: Path) -> None:
+    """The payload is logged like any text the guard writes: secrets in it are redacted."""
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    given = _bad()
+    given["conclusion"]["hypotheses"][0]["actions"][0]["args"] = {"aws_access_key_id": secret}
+    given["findings"]["metric_finding"]["note"] = f"key {secret} leaked in the dashboard"
+    _replay(tmp_path, [TRACE_RESULT, {"event": "conclusion", **given}])
+    text = (tmp_path / "log.jsonl").read_text(encoding="utf-8")
+    assert secret not in text and "[REDACTED" in text

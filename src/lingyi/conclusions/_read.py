@@ -10,7 +10,7 @@ and padded to 32 digits; any other id as the ledger compares it (:func:`evidence
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,15 +64,14 @@ class Finding:
 
 def findings(
     payload: dict[str, Any],
-    fields: Sequence[str] | None,
+    wanted: frozenset[str] | None,
     markers: FallbackMarkers,
 ) -> Iterator[Finding]:
-    """The findings under the policy's fields (every field when None); a finding that is not
-    an object, or is empty, is skipped."""
+    """The findings under the policy's fields (canonical names; every field when None); a
+    finding that is not an object, or is empty, is skipped."""
     given = payload.get("findings")
     if not isinstance(given, dict):
         return
-    wanted = {canonical_text(f) for f in fields} if fields is not None else None
     for name, value in given.items():
         if not isinstance(value, dict) or not value:
             continue

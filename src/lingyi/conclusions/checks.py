@@ -10,6 +10,7 @@ read in canonical form (``HIGH`` is high), and trace ids are looked up, not beli
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Any
 
 from pydantic import Field
@@ -45,7 +46,9 @@ class FindingsParams(CheckParams):
         r"(?:fallback|placeholder|dummy|mock|n/?a|none|null|tbd|todo|unknown)(?:[-_:./].*)?"
     )
 
+    @cached_property
     def markers(self) -> FallbackMarkers:
+        """Computed once per policy load (the parameters do not change after it)."""
         return FallbackMarkers(
             keys=tuple(canonical_text(k).strip() for k in self.fallback_keys),
             value_keys=tuple(canonical_text(k).strip() for k in self.fallback_value_keys),
@@ -53,8 +56,14 @@ class FindingsParams(CheckParams):
             ids=re.compile(self.placeholder_ids),
         )
 
+    @cached_property
+    def fields(self) -> frozenset[str] | None:
+        return (
+            None if self.findings is None else frozenset(canonical_text(f) for f in self.findings)
+        )
+
     def read(self, ctx: CheckContext) -> list[Finding]:
-        return list(findings(ctx.assertion.payload, self.findings, self.markers()))
+        return list(findings(ctx.assertion.payload, self.fields, self.markers))
 
 
 def _ids(items: list[str]) -> str:
@@ -229,6 +238,15 @@ class VerifyFirstParams(CheckParams):
     # Scaling to zero, whatever the action is called: one of these arguments set to 0.
     zero_args: list[str] = ["replicas", "instances", "count", "size", "desired"]
 
+    @cached_property
+    def phrases(self) -> tuple[str, ...]:
+        """The risky action phrases as words, once per policy load."""
+        return tuple(action_words(p) for p in self.risky_actions)
+
+    @cached_property
+    def high(self) -> frozenset[str]:
+        return frozenset(canonical_text(h).strip() for h in self.high_risk)
+
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[\s_\-./:]+")
@@ -240,9 +258,8 @@ def action_words(name: str) -> str:
     return _SEPARATORS.sub(" ", canonical_text(spaced)).strip()
 
 
-def _risky_name(words: str, risky: list[str]) -> bool:
-    for phrase in risky:
-        target = action_words(phrase)
+def _risky_name(words: str, phrases: tuple[str, ...]) -> bool:
+    for target in phrases:
         if words == target or words.startswith(target + " "):
             return True
         if not target.isascii() and words.startswith(target):  # Chinese has no spaces
@@ -263,7 +280,7 @@ def _to_zero(action: dict[str, Any], keys: list[str]) -> bool:
 def verify_first(ctx: CheckContext, params: VerifyFirstParams) -> Outcome:
     """Every action under a high-risk hypothesis, and every risky action (a restart, a
     rollback, scaling to zero) anywhere, carries ``verify_first: true``."""
-    high = {canonical_text(h).strip() for h in params.high_risk}
+    high = params.high
     problems: list[str] = []
     for i, hypothesis in enumerate(hypotheses(ctx.assertion.payload)):
         risk = hypothesis.get("risk_level")
@@ -272,7 +289,7 @@ def verify_first(ctx: CheckContext, params: VerifyFirstParams) -> Outcome:
             if action.get("verify_first") is True:
                 continue
             name = str(action.get("name", ""))
-            risky = _risky_name(action_words(name), params.risky_actions) or _to_zero(
+            risky = _risky_name(action_words(name), params.phrases) or _to_zero(
                 action, params.zero_args
             )
             if is_high or risky:
