@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -120,10 +121,15 @@ class TraceBackend:
         found = {k: True for k in keys if self._cached(k)}
         todo = [k for k in keys if k not in found]
         futures = {k: self._pool.submit(self._lookup, k) for k in todo}
+        # One deadline for the batch: the request's own timeout, plus as long again for a
+        # wait in the queue behind other verifications' lookups; never longer.
+        deadline = time.monotonic() + self.timeout_s * 2
         for key, future in futures.items():
             try:
-                found[key] = future.result(timeout=self.timeout_s * 2)
-            except FutureTimeout as exc:  # queued behind other lookups for too long
+                found[key] = future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except FutureTimeout as exc:
+                for waiting in futures.values():
+                    waiting.cancel()
                 raise TraceBackendError(f"trace lookup of {key} timed out") from exc
         self._remember(k for k, v in found.items() if v)
         return found

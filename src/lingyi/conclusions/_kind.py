@@ -15,6 +15,7 @@ hand-over to a person. The count lives in the session (``SessionLedger.state``).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from lingyi import messages
@@ -22,6 +23,7 @@ from lingyi.ledger import SessionLedger
 from lingyi.models import Assertion, AssertionType, Decision, VerificationResult
 
 DEFAULT_MAX_REVISIONS = 2
+_COUNTING = threading.Lock()
 ROUTES = ("passed", "revise", "final")
 
 
@@ -88,13 +90,15 @@ class ConclusionKind:
     ) -> dict[str, Any]:
         maximum, lang = _route_params(result)
         key = f"conclusion.revisions:{assertion.id or ''}"
-        done = int(session.state.get(key, 0))
+        with _COUNTING:  # two submissions of one conclusion at once must not both revise
+            done = int(session.state.get(key, 0))
+            if result.decision is not Decision.APPROVED and done < maximum:
+                session.state[key] = done + 1
         out: dict[str, Any] = {"max_revisions": maximum}
         if result.decision is Decision.APPROVED:
             return {"route": "passed", "revisions": done, **out}
         out["feedback"] = feedback(result)
         if done < maximum:
-            session.state[key] = done + 1
             left = maximum - done - 1
             note = messages.text(
                 lang, "conclusion.route.revise", count=len(out["feedback"]), left=left

@@ -307,6 +307,16 @@ def verify_first(ctx: CheckContext, params: VerifyFirstParams) -> Outcome:
 
 class TracesParams(FindingsParams):
     tools: list[str] = ["query_traces"]  # the tools that find trace ids, named in the hint
+    # Which ids are trace ids (canonical, lower case): 24-32 hex digits or the UUID form.
+    pattern: Regex = r"[0-9a-f]{24,32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+    @cached_property
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+    def trace(self, written: str) -> str | None:
+        """The id's compared form when it is a trace id by the policy's pattern."""
+        return trace_key(written) if self.compiled.fullmatch(written.strip().lower()) else None
 
 
 @register("conclusion.traces", TracesParams)
@@ -320,7 +330,9 @@ def traces(ctx: CheckContext, params: TracesParams) -> Outcome:
     ]
     keys = list(
         dict.fromkeys(
-            k for i in given if (k := trace_key(i)) and not held(ledger, i) and not held(ledger, k)
+            k
+            for i in given
+            if (k := params.trace(i)) and not held(ledger, i) and not held(ledger, k)
         )
     )
     missing = unconfirmed(ctx, keys)
