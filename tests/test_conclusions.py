@@ -300,3 +300,23 @@ def test_a_secret_in_a_conclusion_is_redacted_in_the_log(tmp_path: Path) -> None
     _replay(tmp_path, [TRACE_RESULT, {"event": "conclusion", **given}])
     text = (tmp_path / "log.jsonl").read_text(encoding="utf-8")
     assert secret not in text and "[REDACTED" in text
+
+
+def test_verify_prints_the_route_for_people(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --json the verdict ends with the route and what to do next."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(_bad("zh"), ensure_ascii=False), encoding="utf-8")
+    main(
+        [
+            "--config",
+            CONFIG,
+            "--log",
+            str(tmp_path / "l.jsonl"),
+            "verify",
+            "--conclusion",
+            str(path),
+        ]
+    )
+    assert "route revise: 未通过" in capsys.readouterr().out

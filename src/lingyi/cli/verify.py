@@ -197,6 +197,9 @@ def human(app: App, result: VerificationResult) -> str:
     for c in result.checks:
         mark = _mark(app, c.passed, c.on_fail == "warn")
         lines.append(f"  {mark} {c.stage.value:<17} {c.code:<28} {c.reason}")
+    if route := result.outputs.get("route"):  # a conclusion: what the model does next
+        note = result.outputs.get("message")
+        lines.append(f"route {route}" + (f": {note}" if note else ""))
     return "\n".join(lines)
 
 
