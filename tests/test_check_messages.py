@@ -193,14 +193,14 @@ WORDING = [
         _fact("trace a3c1e9f0b2d44c6e8f7a1b2c3d4e5f60"),
         "evidence.id_patterns",
         "recommendation",
-        "先用工具查询该 id，再引用",
+        "请重新查询链路（query_traces），并逐字引用结果中的 trace id；未找到：a3c1e9f0b2d44c6e8f7a1b2c3d4e5f60",
     ),
     (
         "en",
         _fact("trace a3c1e9f0b2d44c6e8f7a1b2c3d4e5f60"),
         "evidence.id_patterns",
         "recommendation",
-        "look the id up with a tool first, then cite it",
+        "query the traces again (query_traces) and cite each trace id verbatim from the result; not found: a3c1e9f0b2d44c6e8f7a1b2c3d4e5f60",
     ),
     (
         "zh",

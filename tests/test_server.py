@@ -352,10 +352,10 @@ def _edit(folder: Path, file: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
-QUERY_TRACES = '[tools.query_traces]\nargs.service = { type = "string", required = true }\n\n[tools.git_commit]'
+QUERY_METRICS = '[tools.query_metrics]\nargs.service = { type = "string", required = true }\n\n[tools.git_commit]'
 MISMATCHES = [
     # (file, text, replacement, fragments the error names)
-    ("lingflow.toml", "[tools.git_commit]", QUERY_TRACES, ["lingflow.toml: tools.query_traces", "no implementation"]),
+    ("lingflow.toml", "[tools.git_commit]", QUERY_METRICS, ["lingflow.toml: tools.query_metrics", "no implementation"]),
     ("lingresearch.toml", "[tools.access_data_source]", "[tools.access_data]", ["lingresearch.toml: tools.access_data", "access_data_source: served, but no member policy declares it"]),
     ("lingzhi.toml", "[tools.search_knowledge.args.limit]", '[tools.search_knowledge.args.colour]\ntype = "string"\n\n[tools.search_knowledge.args.limit]', ["tools.search_knowledge.args.colour", "reads no argument 'colour'"]),
     ("lingzhi.toml", "required = true\nmin_length = 1", "required = false\nmin_length = 1", ["args.query", "mark it required"]),
@@ -380,7 +380,7 @@ def test_policy_tools_and_served_tools_must_match_at_start(
 
 
 def test_the_shipped_policies_match_the_served_tools(dep: Deployment) -> None:
-    """The shipped policies and the implementations agree (query_traces left the policy)."""
+    """The shipped policies and the implementations agree (query_traces is served again)."""
     assert tool_problems(load_policies(dep.config().validators_dir)) == []
 
 

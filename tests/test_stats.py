@@ -203,6 +203,7 @@ def test_intercepts_follow_the_table(week_log: tuple[Path, list[dict[str, Any]]]
     s = week_stats(week_log[0], "2026-W48")
     assert s["intercepted"] == {
         "fabricated_communications": 1, "boundary_violations": 2, "unlabelled_inferences": 1,
+        "unsupported_conclusions": 0,
     }  # fmt: skip
 
 

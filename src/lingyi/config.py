@@ -182,9 +182,41 @@ class EvidenceSection(_Strict):
 
     trace_backend_url: str = Field(
         "",
-        description="Trace backend: GET {url}/{id} answers 2xx when a trace id exists, 404 when not (empty: none).",
+        description="Older form of [traces] base_url, kept working: GET {url}/{id} answers 2xx "
+        "when a trace id exists, 404 when not (empty: none). [traces] base_url wins when both are set.",
     )
-    trace_timeout_s: float = Field(1.0, description="Timeout of one trace lookup, in seconds.")
+    trace_timeout_s: float = Field(
+        1.0, description="Timeout of one lookup at trace_backend_url, in seconds."
+    )
+
+
+class TracesSection(_Strict):
+    """A Tempo-compatible trace API: unrecorded trace ids are looked up there, query_traces searches it."""
+
+    # GET {base_url}/api/traces/{id} (200 with spans = exists; 404 or no spans = missing) and
+    # GET {base_url}/api/search; an outage follows the on_error of the check that asked.
+
+    base_url: str = Field(
+        "",
+        description="Base URL of the Tempo-compatible API (empty: no lookups, and query_traces "
+        "answers that no backend is configured).",
+        examples=["http://127.0.0.1:3200"],
+    )
+    timeout_s: float = Field(
+        1.0,
+        gt=0,
+        description="Timeout of one lookup or search, in seconds: a verification "
+        "waits no longer than this for the backend.",
+    )
+    concurrency: int = Field(
+        4, ge=1, le=64, description="Lookups in flight at once, across all verifications."
+    )
+    cache_size: int = Field(
+        10000, ge=0, description="Confirmed trace ids remembered (not looked up again)."
+    )
+    search_limit: int = Field(
+        20, ge=1, le=1000, description="Traces query_traces returns at most when not told."
+    )
 
 
 class TokenEntry(_Strict):
@@ -357,6 +389,7 @@ class ConfigFile(_Strict):
         default_factory=dict, description="Registered data sources, by name."
     )
     evidence: EvidenceSection = Field(default_factory=EvidenceSection)
+    traces: TracesSection = Field(default_factory=TracesSection)
     limits: LimitsSection = Field(default_factory=LimitsSection)
     server: ServerSection = Field(default_factory=ServerSection)
     judge: JudgeSection = Field(default_factory=JudgeSection)

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Unpack
 
-import httpx
-
 from lingyi.backends.kb import KnowledgeBase, open_kept
+from lingyi.backends.traces import TraceBackend
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
@@ -28,30 +27,36 @@ from lingyi.policy import PolicySet, PolicyStore, load_policies
 
 def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:
     """GET {url}/{id}: 2xx means the id exists, 404 means it does not; anything else raises."""
-    client = httpx.Client(timeout=timeout_s)
+    return TraceBackend.legacy(url, timeout_s).exists_one
 
-    def lookup(trace_id: str) -> bool:
-        response = client.get(f"{url.rstrip('/')}/{trace_id}")
-        if response.status_code == 404:
-            return False
-        response.raise_for_status()
-        return True
 
-    return lookup
+def trace_backend(config: Config) -> TraceBackend | None:
+    """The deployment's trace API: ``[traces] base_url``, else the older
+    ``[evidence] trace_backend_url`` (GET {url}/{id}), else none."""
+    traces, ev = config.raw.traces, config.raw.evidence
+    if traces.base_url:
+        return TraceBackend(
+            traces.base_url,
+            timeout_s=traces.timeout_s,
+            concurrency=traces.concurrency,
+            cache_size=traces.cache_size,
+        )
+    if ev.trace_backend_url:
+        return TraceBackend.legacy(ev.trace_backend_url, ev.trace_timeout_s)
+    return None
 
 
 Lookup = Callable[[str], list[Evidence]]
 
 
 def services_from(config: Config, lookups: dict[str, Lookup] | None = None) -> Services:
-    ev = config.raw.evidence
+    traces = trace_backend(config)
     return Services(
         repo_roots=config.repo_roots,
         data_roots=config.data_roots,
         data_sources=sorted(config.raw.data_sources),
-        trace_lookup=trace_lookup(ev.trace_backend_url, ev.trace_timeout_s)
-        if ev.trace_backend_url
-        else None,
+        trace_lookup=traces.exists_one if traces else None,
+        traces=traces,
         lookups=lookups or {},
         max_text_chars=config.raw.limits.max_text_chars,
     )
@@ -149,3 +154,6 @@ class Guard:
         close_judge = getattr(self.layer.judge, "close", None)  # the judge's loop and client
         if callable(close_judge):
             close_judge()
+        traces = self.layer.services.traces
+        if isinstance(traces, TraceBackend):
+            traces.close()

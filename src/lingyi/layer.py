@@ -301,7 +301,7 @@ def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
         passed=outcome.passed,
         reason=outcome.reason,
         detail=dict(outcome.detail),
-        on_fail=entry.on_fail,
+        on_fail=OnFail.WARN if outcome.warn_only and not outcome.passed else entry.on_fail,
         recommendation=outcome.recommendation,
         degraded=outcome.degraded,
         fallback=outcome.fallback,

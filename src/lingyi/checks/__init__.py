@@ -51,6 +51,8 @@ _loaded_plugins: set[str] = set()
 
 def load_builtin_checks() -> None:
     """Import the modules whose ``@register`` calls fill the registry, then plugins."""
+    # The conclusion kind's checks live with the kind (its package registers both).
+    import lingyi.conclusions  # noqa: F401
     from lingyi.checks import (  # noqa: F401
         boundary,
         communication,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -70,6 +71,9 @@ class Outcome:
     # Neither a match nor a contradiction: the check's ``on_uncertain`` decides (judge, pass,
     # fail, warn). ``passed`` is then ignored.
     uncertain: bool = False
+    # Only warnings found (a business rule of severity warn): logged, never blocking, whatever
+    # the entry's on_fail. A check can soften its own failure this way, never harden it.
+    warn_only: bool = False
 
 
 def ok(reason: str, **detail: Any) -> Outcome:
@@ -90,6 +94,12 @@ def fail(
     return Outcome(False, reason, recommendation, fallback, detail)
 
 
+class TraceLookup(Protocol):
+    """A trace backend: which of these trace ids exist (raises when it cannot answer)."""
+
+    def exists(self, ids: Iterable[str]) -> dict[str, bool]: ...
+
+
 @dataclass
 class Services:
     """What checks may consult beyond the assertion: roots, registries, lookups."""
@@ -98,6 +108,8 @@ class Services:
     data_roots: list[Path] = field(default_factory=list)
     data_sources: list[str] = field(default_factory=list)
     trace_lookup: Callable[[str], bool] | None = None
+    # Batched, cached and bounded lookups (lingyi.backends.traces); preferred when set.
+    traces: TraceLookup | None = None
     # Active verification: subject lookups by name (e.g. "knowledge_base" → search the KB).
     lookups: dict[str, Callable[[str], list[Evidence]]] = field(default_factory=dict)
     max_text_chars: int = 8000  # longer texts are rejected (pre.size) and read only this far
@@ -185,7 +197,7 @@ def register(
     def deco(func: Callable[[CheckContext, P], Outcome]) -> Callable[[CheckContext, P], Outcome]:
         if name in REGISTRY:
             raise ValueError(f"check {name!r} is registered twice")
-        REGISTRY[name] = CheckSpec(name, params, func, (func.__doc__ or "").strip())
+        REGISTRY[name] = CheckSpec(name, params, func, inspect.cleandoc(func.__doc__ or ""))
         return func
 
     return deco

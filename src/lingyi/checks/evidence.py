@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from lingyi.backends.traces import trace_key
 from lingyi.checks._asserted import masked
 from lingyi.checks._registry import (
     CheckContext,
@@ -111,19 +112,40 @@ def id_patterns(ctx: CheckContext, params: IdPatternParams) -> Outcome:
     unknown = [
         key
         for key, (written, at, whole) in found.items()
-        if not (ledger.has(key) or ledger.has(whole) or _on_record(ctx, spans, at, written))
+        if not (held(ledger, key) or ledger.has(whole) or _on_record(ctx, spans, at, written))
     ]
-    lookup = ctx.services.trace_lookup  # raises on outage: the layer applies on_error
-    missing = [k for k in unknown if lookup is None or not is_hex_id(k) or not lookup(k)]
+    missing = unconfirmed(ctx, unknown)  # raises on outage: the layer applies on_error
     if missing:
         tools = ", ".join(params.tools)
-        return fail(
-            ctx.msg("fail", ids=", ".join(missing)),
-            ctx.msg("hint_tools", tools=tools) if tools else ctx.msg("hint"),
-            unconfirmed=missing,
-        )
+        traces = [k for k in missing if trace_key(k)]
+        hint = ctx.msg("hint_tools", tools=tools) if tools else ctx.msg("hint")
+        if traces:
+            hint = ctx.msg(
+                "evidence.traces.hint", ids=", ".join(traces), tools=tools or "query_traces"
+            )
+        return fail(ctx.msg("fail", ids=", ".join(missing)), hint, unconfirmed=missing)
     confirmed = [k for k in unknown if k not in missing]
     return ok(ctx.msg("ok", count=len(found)), confirmed_by_lookup=confirmed)
+
+
+def held(ledger: SessionLedger, key: str) -> bool:
+    """Recorded in the session, as written or (a trace id) in its padded 32-digit form."""
+    padded = trace_key(key)
+    return ledger.has(key) or (padded is not None and ledger.has(padded))
+
+
+def unconfirmed(ctx: CheckContext, keys: list[str]) -> list[str]:
+    """The ids the trace backend does not confirm (all of them when there is none).
+
+    Trace ids go to the backend in one batch (looked up once each, at bounded concurrency,
+    confirmed ones cached); other ids cannot be confirmed there. Raises on an outage.
+    """
+    traces, lookup = ctx.services.traces, ctx.services.trace_lookup
+    if traces is not None:
+        asked = {k: trace_key(k) for k in keys}
+        found = traces.exists(v for v in asked.values() if v) if any(asked.values()) else {}
+        return [k for k in keys if not found.get(asked[k] or "")]
+    return [k for k in keys if lookup is None or not is_hex_id(k) or not lookup(k)]
 
 
 # Full-width punctuation ends a URL as written, though NFKC makes it ASCII ("，" → ","); a

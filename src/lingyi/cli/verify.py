@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -18,7 +19,7 @@ from lingyi.errors import LingyiError
 from lingyi.guard import Guard, kb_lookup, open_kb
 from lingyi.kinds import kind_of
 from lingyi.ledger import Ledger
-from lingyi.models import Assertion, VerificationResult
+from lingyi.models import Assertion, AssertionType, VerificationResult
 from lingyi.replay import Replayer, output_line
 
 TYPES = ("fact", "action", "communication")
@@ -53,6 +54,12 @@ TYPES = ("fact", "action", "communication")
     help="A transcript whose tool_result and council_message events fill the ledger and council.",
 )
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read the assertion as JSON from stdin.")
+@click.option(
+    "--conclusion",
+    "conclusion_file",
+    metavar="FILE|-",
+    help="Verify a conclusion: JSON in the shape of the replay event, from FILE or - (stdin).",
+)
 @json_option
 @entry
 def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
@@ -106,6 +113,28 @@ def _from_json(text: str) -> Assertion:
         raise LingyiError(f"stdin: {exc}") from exc
 
 
+def conclusion_from(source: str, session: str) -> Assertion:
+    """A conclusion from a file (or ``-``: stdin); errors name the file, line or field."""
+    name = "stdin" if source == "-" else source
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LingyiError(f"{name}: cannot read the conclusion: {exc}") from exc
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LingyiError(f"{name}: line {exc.lineno}: not valid JSON: {exc.msg}") from exc
+    kind = kind_of(AssertionType.CONCLUSION.value)
+    if kind is None:
+        raise LingyiError("the conclusion kind is not installed")
+    if isinstance(given, dict):
+        given = {"session": session, **given}
+    try:
+        return kind.assertion(given)
+    except ValueError as exc:
+        raise LingyiError(f"{name}: {exc}") from exc
+
+
 def assertion_from(
     *,
     from_stdin: bool,
@@ -116,8 +145,11 @@ def assertion_from(
     args_json: str | None,
     evidence_ids: tuple[str, ...],
     session: str,
+    conclusion_file: str | None = None,
 ) -> Assertion:
-    """The assertion: JSON from stdin, or built from the flags."""
+    """The assertion: a conclusion file, JSON from stdin, or built from the flags."""
+    if conclusion_file:
+        return conclusion_from(conclusion_file, session)
     if from_stdin:
         return _from_json(sys.stdin.read())
     if not member or (not content and not tool):
@@ -165,6 +197,9 @@ def human(app: App, result: VerificationResult) -> str:
     for c in result.checks:
         mark = _mark(app, c.passed, c.on_fail == "warn")
         lines.append(f"  {mark} {c.stage.value:<17} {c.code:<28} {c.reason}")
+    if route := result.outputs.get("route"):  # a conclusion: what the model does next
+        note = result.outputs.get("message")
+        lines.append(f"route {route}" + (f": {note}" if note else ""))
     return "\n".join(lines)
 
 

@@ -39,6 +39,7 @@ from lingyi import messages
 from lingyi._ids import new_id
 from lingyi.backends.data import DataRegistry, DataSource
 from lingyi.backends.kb import KnowledgeBase
+from lingyi.backends.traces import TraceBackend
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError
@@ -174,6 +175,12 @@ class GuardApp:
     def policies(self) -> PolicySet:
         """The current policy set; take it once per request and pass that snapshot on."""
         return self.guard.layer.policies
+
+    @property
+    def traces(self) -> TraceBackend | None:
+        """The trace API the checks look ids up in (one cache, one bounded pool)."""
+        backend = self.guard.layer.services.traces
+        return backend if isinstance(backend, TraceBackend) else None
 
     @property
     def kb(self) -> KnowledgeBase:

@@ -8,6 +8,7 @@ policies must declare exactly these tools (:func:`lingyi.server.tools.tool_probl
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from lingyi import messages
 from lingyi.backends import git as gitb
 from lingyi.backends.data import AccessResult, Analysis
+from lingyi.backends.traces import TraceSearch
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
 from lingyi.policy import MemberPolicy
@@ -102,6 +104,21 @@ def _analyze(run: Run) -> tuple[Analysis, list[Evidence]]:
     return done, [done.to_evidence()]
 
 
+HOUR_S = 3600
+
+
+def _query_traces(run: Run) -> tuple[TraceSearch, list[Evidence]]:
+    """The Tempo search; each trace id found is session evidence (in its one 32-digit form)."""
+    backend, config = run.app.traces, run.app.config
+    if backend is None:
+        raise BackendError(messages.text(config.language, "server.no_trace_backend"))
+    end = run.args.get("end") or int(time.time())
+    start = run.args.get("start") or max(0, end - HOUR_S)
+    limit = run.args.get("limit") or config.raw.traces.search_limit
+    found = backend.search(run.args["service"], start, end, limit)
+    return found, [hit.to_evidence() for hit in found.traces]
+
+
 @dataclass(frozen=True)
 class Implementation:
     """A policy tool's real work: the executor, its result model, the arguments it reads."""
@@ -135,4 +152,5 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     ),
     "access_data_source": _impl(_access, Guarded[AccessResult], "source"),
     "analyze_data": _impl(_analyze, Guarded[Analysis], "source", "columns group_by"),
+    "query_traces": _impl(_query_traces, Guarded[TraceSearch], "service", "start end limit"),
 }

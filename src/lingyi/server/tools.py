@@ -33,6 +33,7 @@ from pydantic import ConfigDict
 from lingyi import messages
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import ConfigError, LingyiError, LogError
+from lingyi.kinds import kind_of
 from lingyi.models import Assertion, AssertionType, ToolCall
 from lingyi.policy import (
     ArgProblem,
@@ -269,6 +270,29 @@ def _verify(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     return app.verify_only(caller, assertion)
 
 
+def _conclude(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+    """A conclusion through the one layer; its route and feedback ride on the verdict."""
+    kind = kind_of(AssertionType.CONCLUSION.value)
+    if kind is None:  # the package is part of lingyi: only a broken install gets here
+        raise LingyiError("the conclusion kind is not installed")
+    try:
+        assertion = kind.assertion(args)
+    except ValueError as exc:  # only a shape no check could read: refused, nothing verified
+        return refusal(_input_refused(app, args, str(exc)))
+    return app.verify_only(caller, assertion)
+
+
+def _input_refused(app: GuardApp, args: dict[str, Any], problem: str) -> Verdict:
+    return Verdict(
+        verification_id=None,
+        member=str(args.get("member", "")),
+        decision="rejected",
+        codes=[ARGS_CODE],
+        reason=f"[{ARGS_CODE}] {problem}",
+        recommendation=_own_specs()["verify_conclusion"].args["conclusion"].description,
+    )
+
+
 def _screen(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     assertion = Assertion(
         member=args["member"], type=AssertionType.COMMUNICATION, content=args["content"]
@@ -307,6 +331,7 @@ def _stats_tool(table: ToolTable) -> ToolFn:
 _OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
     "verify_assertion": (_own_tool("verify_assertion", _verify, wrap=False), Verdict),
     "screen_council_message": (_own_tool("screen_council_message", _screen, wrap=False), Verdict),
+    "verify_conclusion": (_own_tool("verify_conclusion", _conclude, wrap=False), Verdict),
     "post_council_message": (
         _own_tool("post_council_message", _post, wrap=True),
         Guarded[PostedMessage],

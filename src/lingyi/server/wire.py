@@ -51,6 +51,11 @@ class Verdict(BaseModel):
         default_factory=list,
         description="every check, when not approved (an approval's checks are in the log)",
     )
+    outputs: dict[str, Any] | None = Field(
+        None,
+        description="what a kind of input adds: a conclusion's route (passed, revise, final), "
+        "revisions, max_revisions, feedback and message",
+    )
 
 
 R = TypeVar("R", bound=BaseModel)
@@ -101,6 +106,7 @@ def verdict_of(
             for c in result.checks
             if result.decision is not Decision.APPROVED  # keep approvals light on the wire
         ],
+        outputs=result.outputs or None,
     )
 
 

@@ -67,6 +67,7 @@ INTERCEPTS: tuple[Intercept, ...] = (
     Intercept("fabricated_communications", ("communication.on_record",)),
     Intercept("boundary_violations", ("boundary.*", "domain.scope")),
     Intercept("unlabelled_inferences", ("inference.labelled",)),
+    Intercept("unsupported_conclusions", ("conclusion.*",)),
 )
 
 
