@@ -46,8 +46,9 @@ from lingyi.stats.aggregate import (
 )
 from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.pool import Progress, run_pass
-from lingyi.stats.rollup import rollup_aggregate
+from lingyi.stats.rollup import rollup_aggregates
 from lingyi.stats.store import rollup_path
+from lingyi.stats.trend import trend_json
 from lingyi.stats.view import STATS_SCHEMA, StatsView, appeals_json, counts_json
 from lingyi.stats.window import (
     Window,
@@ -58,6 +59,7 @@ from lingyi.stats.window import (
     local_zone,
     parse_instant,
     parse_week,
+    previous_window,
     range_window,
     resolve_zone,
     week_label,
@@ -89,18 +91,25 @@ def compute_stats(
     that only what was appended since is read; the figures are the same (a window that is not
     made of whole local days, or a rollup that cannot be written, takes the windowed pass).
     """
-    agg = None
+    windows = [window, previous_window(window)]
+    aggs = None
     if rollup:
-        agg = rollup_aggregate(path, window, member, keys=keys, workers=workers, progress=progress)
-    if agg is None:
-        agg = _windowed(path, window, member, workers, progress, keys)
+        aggs = rollup_aggregates(path, windows, member, keys=keys, workers=workers,
+                                 progress=progress)  # fmt: skip
+    if aggs is None:  # the period before in a pass of its own, its progress not shown
+        aggs = [
+            _windowed(path, w, member, workers, p, keys)
+            for w, p in zip(windows, (progress, None), strict=True)
+        ]
     # Records written before redaction covered a format may still hold it: the figures and
     # the examples they quote are redacted again on the way out (the report reads these).
-    result: dict[str, Any] = redact_value(StatsView(agg).as_json(), keys=False)
+    result, before = (redact_value(StatsView(a).as_json(), keys=False) for a in aggs)
+    # The period before, counted the same way, so that every figure has its change beside it.
+    result.update(trend_json(result, before))
     result["log"] = str(path)
     if not result["integrity"]["ok"]:
         log.warning("stats.log_integrity", log=str(path), **_integrity_brief(result))
-    return result
+    return dict(result)
 
 
 def _windowed(
@@ -165,6 +174,7 @@ __all__ = [
     "normalise_ts",
     "parse_instant",
     "parse_week",
+    "previous_window",
     "range_window",
     "resolve_zone",
     "rollup_path",
