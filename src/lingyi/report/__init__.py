@@ -26,7 +26,7 @@ from lingyi.report.figures import num, pct
 from lingyi.report.html import render_html
 from lingyi.report.labels import Labels, ReportError, report_language
 from lingyi.report.markdown import render_markdown
-from lingyi.stats import compute_stats, resolve_zone, week_window
+from lingyi.stats import compute_stats, resolve_zone, week_window, with_review
 
 FORMATS = ("md", "html")
 _RENDERERS = {"md": render_markdown, "html": render_html}
@@ -34,9 +34,11 @@ _RENDERERS = {"md": render_markdown, "html": render_html}
 
 def weekly_stats(config: Config, week: str | None = None, tz: str | None = None) -> dict[str, Any]:
     """The stats JSON of one ISO week (default: the last full week) in the zone, from the
-    rollup beside the log (the same figures as a pass over the whole log)."""
+    rollup beside the log (the same figures as a pass over the whole log), with the week
+    before it and the records to act on (``review``)."""
     window = week_window(week, resolve_zone(tz, config))
-    return compute_stats(config.log_path, window, keys=log_keys(config), rollup=True)
+    figures = compute_stats(config.log_path, window, keys=log_keys(config), rollup=True)
+    return with_review(figures, config.log_path, window)
 
 
 def weekly_report_markdown(

@@ -46,6 +46,7 @@ from lingyi.stats.aggregate import (
 )
 from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.pool import Progress, run_pass
+from lingyi.stats.review import EXAMPLE_CODES, review_json
 from lingyi.stats.rollup import rollup_aggregates
 from lingyi.stats.store import rollup_path
 from lingyi.stats.trend import trend_json
@@ -139,14 +140,28 @@ def stats_for(
     member: str | None = None,
     tz: str | None = None,
     progress: Progress | None = None,
+    review: bool = False,
 ) -> dict[str, Any]:
     """The ``lingyi stats --days N --json`` figures (for the MCP ``verification_stats`` tool),
-    from the rollup beside the log."""
+    from the rollup beside the log; with ``review``, the records to act on as well."""
     window = days_window(days, resolve_zone(tz, config))
     keys = log_keys(config)
-    return compute_stats(
+    figures = compute_stats(
         config.log_path, window, member=member, progress=progress, keys=keys, rollup=True
     )
+    return with_review(figures, config.log_path, window, member) if review else figures
+
+
+def with_review(
+    figures: dict[str, Any], path: Path, window: Window, member: str | None = None
+) -> dict[str, Any]:
+    """``figures`` with the ``review`` object: open appeals, examples of the top failing
+    checks, policy versions, shadow decisions (one more pass over the log)."""
+    codes = [r["code"] for r in figures["top_rejection_reasons"] if r["code"] in figures["by_code"]]
+    found = review_json(
+        path, window, previous_window(window), member=member, codes=codes[:EXAMPLE_CODES]
+    )
+    return {**figures, "review": found}
 
 
 __all__ = [
@@ -183,5 +198,6 @@ __all__ = [
     "week_label",
     "week_window",
     "window_from_args",
+    "with_review",
     "zone_name",
 ]

@@ -56,7 +56,7 @@ def _leaf(current: object, previous: object) -> object:
         return current  # a count the previous period did not have: it had 0
     if isinstance(previous, int) and current is None and not isinstance(previous, bool):
         return -previous
-    if current is None and previous is None or _number(current) or _number(previous):
+    if (current is None and previous is None) or _number(current) or _number(previous):
         return None  # a rate or latency one period has no value for
     return _NONE
 
