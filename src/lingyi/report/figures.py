@@ -108,6 +108,8 @@ def change_cell(stats: Stats, path: tuple[str, ...], rate: tuple[str, ...] | Non
     change = stats.get("change", {})
     count = _at(change, path)
     shown = "–" if count is None else signed(round(count, 1))
+    if count is not None and path[0] == "latency_ms":
+        shown = f"{count:+.1f}".replace("-", "−")
     if rate is not None:
         shown += " · " + signed(_at(change, rate), rate=True)
     return shown
@@ -124,7 +126,7 @@ def cards(stats: Stats, t: Labels) -> list[tuple[str, str, str]]:
              change_cell(stats, ("intercepted", i.name))) for i in INTERCEPTS]  # fmt: skip
     out += [(t["p95"], num(stats["latency_ms"]["p95"]), change_cell(stats, ("latency_ms", "p95")))]
     out += [(t["to_decide"], str(open_now), "")]
-    return [*out, (t["fp_measured"], _fp_card(app, t), "")]
+    return [*out, (t["fp_measured"], *_fp_card(app, t))]
 
 
 def _open_now(stats: Stats) -> int:
@@ -134,8 +136,12 @@ def _open_now(stats: Stats) -> int:
     )
 
 
-def _fp_card(appeals: dict[str, Any], t: Labels) -> str:
-    return fp_cell(appeals, t)
+def _fp_card(appeals: dict[str, Any], t: Labels) -> tuple[str, str]:
+    """The measured rate as the card's value, its count beside it (or why there is none)."""
+    if appeals.get("measured_fp_rate") is None:
+        return "–", fp_cell(appeals, t)
+    count = t.fmt("fp_count", overturned=appeals["overturned"], resolved=appeals["resolved_blocks"])
+    return pct(appeals["measured_fp_rate"]), count
 
 
 def _rate_change(stats: Stats, path: tuple[str, ...]) -> str:
@@ -177,8 +183,8 @@ def day_table(stats: Stats, t: Labels) -> Table:
 
 def code_table(stats: Stats, t: Labels) -> Table:
     """The failing checks, most failures first, with their appeals."""
-    label = t.fmt("previous", label=_at(stats, ("previous", "window", "label")) or "–")
-    head = [t["code"], t["failed"], t["rejected"], t["fallback"], t["warn"], label, t["change"]]
+    head = [t["code"], t["failed"], t["rejected"], t["fallback"], t["warn"]]
+    head += [t["previous_short"], t["change"]]
     rows: list[list[object]] = []
     for row in top_code_rows(stats):
         was = _at(stats, ("previous", "by_code", row.label, "failed")) or 0
@@ -187,17 +193,9 @@ def code_table(stats: Stats, t: Labels) -> Table:
     return Table(head, rows)
 
 
-def reason_table(stats: Stats, t: Labels) -> Table:
-    rows: list[list[object]] = [
-        [r["code"], r["count"], r["example"]] for r in stats["top_rejection_reasons"]
-    ]
-    return Table([t["code"], t["count"], t["example"]], rows)
-
-
 def member_table(stats: Stats, t: Labels) -> Table:
-    label = t.fmt("previous", label=_at(stats, ("previous", "window", "label")) or "–")
-    head = [t["member"], t["total"], *decision_names(t), t["blocked"], t["p95"]]
-    head += [t["appeals"], t["overturned"], f"{label}: {t['blocked']}", t["change"]]
+    head = [t["member"], t["total"], *decision_names(t), t["blocked_short"], t["p95"]]
+    head += [t["appeals"], t["overturned"], t["previous_blocked"], t["change"]]
     rows: list[list[object]] = []
     unknown = stats.get("unknown_members", {})
     for name, m in stats["by_member"].items():

@@ -58,9 +58,11 @@ def _unknown(stats: f.Stats, t: Labels) -> str:
     return "\n\n".join([t["unknown_note"], md_table(table)]) if table.rows else t["unknown_none"]
 
 
-def _subsections(parts: list[tuple[str, f.Table]], note: str, t: Labels) -> str:
+def _subsections(
+    parts: list[tuple[str, f.Table]], note: str, t: Labels, empty: str = "none"
+) -> str:
     if not parts:
-        return t["none"]
+        return t[empty]
     return "\n\n".join(
         [note, *(f"### {_line(name)}\n\n{md_table(table)}" for name, table in parts)]
     )
@@ -96,7 +98,7 @@ def render_markdown(stats: f.Stats, lang: str) -> str:
         (t["top_codes"], _or_none(f.code_table(stats, t), t)),
         (t["examples"], _subsections(r.example_tables(stats, t), t["examples_note"], t)),
         (t["per_member"], _or_none(f.member_table(stats, t), t)),
-        (t["drill"], _subsections(r.drill_tables(stats, t), t["drill_note"], t)),
+        (t["drill"], _subsections(r.drill_tables(stats, t), t["drill_note"], t, "drill_none")),
         (t["what_changed"], _what_changed(stats, t)),
         (t["integrity"], _integrity(stats, t)),
     ]

@@ -10,13 +10,26 @@ renders it.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from lingyi.report.figures import Stats, Table, fp_cell, pct, signed
 from lingyi.report.labels import Labels
-from lingyi.stats import DECISIONS
+from lingyi.stats import DECISIONS, WindowError, resolve_zone
 
-UNKNOWN = "member.known"
+
+def _zone(stats: Stats) -> tzinfo:
+    try:
+        return resolve_zone(str(stats["window"]["tz"]))
+    except WindowError:
+        return UTC
+
+
+def local(ts: str | None, zone: tzinfo) -> str:
+    """A log timestamp as the reader's local time, to the minute (the week is local too)."""
+    if not ts:
+        return "–"
+    return datetime.fromisoformat(ts).astimezone(zone).strftime("%Y-%m-%d %H:%M")
 
 
 def review_of(stats: Stats) -> dict[str, Any]:
@@ -53,11 +66,12 @@ def change_lines(stats: Stats, t: Labels) -> list[str]:
 def appeals_table(stats: Stats, t: Labels) -> Table:
     """Open appeals, oldest first: what was decided, on what, why it was appealed, how to
     decide it."""
-    head = [t["appeal"], t["age_days"], t["member"], t["decision"], t["codes"], t["content"]]
+    head = [t["age_days"], t["member"], t["decision"], t["codes"], t["content"]]
     head += [t["appeal_reason"], t["command"]]
     rows: list[list[object]] = [
-        [a["appeal_id"], "–" if a["age_days"] is None else f"{a['age_days']:.1f}", a["member"],
-         a["decision"] or "–", ", ".join(a["codes"]) or "–", a["content"] or "–", a["reason"],
+        ["–" if a["age_days"] is None else f"{a['age_days']:.1f}", a["member"],
+         t[a["decision"]] if a["decision"] in DECISIONS else a["decision"] or "–",
+         ", ".join(a["codes"]) or "–", a["content"] or "–", a["reason"],
          a["command"]]
         for a in review_of(stats).get("open_appeals", [])
     ]  # fmt: skip
@@ -72,14 +86,16 @@ def appeals_more(stats: Stats, t: Labels) -> str | None:
 
 def fp_table(stats: Stats, t: Labels) -> Table:
     """The measured false-positive rate over all, per member and per check with appeals."""
-    head = [t["group"], t["overturned"], t["fp_resolved"], t["fp_measured"], t["fp_rate"]]
-    groups = [(t["total"], stats["appeals"])]
-    groups += [(m, v["appeals"]) for m, v in stats["by_member"].items() if v["appeals"]["filed"]]
-    groups += [(c, v["appeals"]) for c, v in stats["by_code"].items() if v["appeals"]["filed"]]
+    head = [t["group"], "", t["overturned"], t["fp_resolved"], t["fp_measured"], t["fp_rate"]]
+    groups = [(t["total"], "", stats["appeals"])]
+    groups += [(t["member"], m, v["appeals"]) for m, v in stats["by_member"].items()
+               if v["appeals"]["filed"]]  # fmt: skip
+    groups += [(t["code"], c, v["appeals"]) for c, v in stats["by_code"].items()
+               if v["appeals"]["filed"]]  # fmt: skip
     rows: list[list[object]] = [
-        [name, a["overturned"], a.get("resolved_blocks", 0), fp_cell(a, t),
+        [kind, name, a["overturned"], a.get("resolved_blocks", 0), fp_cell(a, t),
          pct(a["false_positive_rate"])]
-        for name, a in groups
+        for kind, name, a in groups
     ]  # fmt: skip
     return Table(head, rows)
 
@@ -89,11 +105,12 @@ def fp_table(stats: Stats, t: Labels) -> Table:
 
 def example_tables(stats: Stats, t: Labels) -> list[tuple[str, Table]]:
     """Per top failing check, its sampled rejections."""
-    head = [t["when"], t["member"], t["content"], t["reason"], t["record"]]
-    out = []
+    head = [t["when"], t["member"], t["content"], t["reason"], t["record_id"]]
+    out, zone = [], _zone(stats)
     for code, examples in review_of(stats).get("examples", {}).items():
         rows: list[list[object]] = [
-            [e["ts"], e["member"], e["content"], e["reason"], e["id"]] for e in examples
+            [local(e["ts"], zone), e["member"], e["content"], e["reason"], e["id"]]
+            for e in examples
         ]
         if rows:
             out.append((code, Table(head, rows)))
@@ -106,22 +123,27 @@ def example_tables(stats: Stats, t: Labels) -> list[tuple[str, Table]]:
 def drill_tables(stats: Stats, t: Labels) -> list[tuple[str, Table]]:
     """Per known member, decisions by check (failing checks first) with the week before."""
     head = [t["code"], t["checked"], t["failed"], *(t[d] for d in DECISIONS[1:]), t["warn"]]
-    head += [t["fail_rate"], t.fmt("previous", label=previous_label(stats)), t["change"]]
+    head += [t["fail_rate"], t["previous_short"], t["change"]]
     before = stats.get("previous", {}).get("by_member", {})
     out = []
     for member, figures in stats["by_member"].items():
         if member in stats.get("unknown_members", {}) or not figures.get("by_code"):
             continue
         prior = before.get(member, {}).get("by_code", {})
-        out.append((member, Table(head, _drill_rows(figures["by_code"], prior))))
+        rows = _drill_rows(figures["by_code"], prior)
+        if rows:  # a member none of whose checks failed, this week or the one before: no table
+            out.append((member, Table(head, rows)))
     return out
 
 
 def _drill_rows(codes: dict[str, Any], prior: dict[str, Any]) -> list[list[object]]:
+    """The checks that failed this week or the week before, most failures first."""
     ranked = sorted(codes.items(), key=lambda kv: (-kv[1]["failed"], kv[0]))
     rows: list[list[object]] = []
     for code, c in ranked:
         was = prior.get(code, {}).get("failed", 0)
+        if not (c["failed"] or was):
+            continue
         rows.append([code, c["checked"], c["failed"], c["rejected"], c["fallback"],
                      c["approved"], pct(c["fail_rate"]), was, signed(c["failed"] - was)])  # fmt: skip
     return rows
@@ -130,7 +152,7 @@ def _drill_rows(codes: dict[str, Any], prior: dict[str, Any]) -> list[list[objec
 def unknown_table(stats: Stats, t: Labels) -> Table:
     """Unknown member names with their verifications, this week and the week before."""
     before = stats.get("previous", {}).get("unknown_members", {})
-    head = [t["member"], t["total"], t["rejected"], t.fmt("previous", label=previous_label(stats))]
+    head = [t["member"], t["total"], t["rejected"], t["previous_short"]]
     rows: list[list[object]] = [
         [name, c["total"], c["rejected"], before.get(name, {}).get("total", 0)]
         for name, c in stats.get("unknown_members", {}).items()
@@ -147,11 +169,13 @@ def known_members(stats: Stats) -> dict[str, Any]:
 
 
 def versions_table(stats: Stats, t: Labels) -> Table:
+    zone = _zone(stats)
     head = [t["version"], t["first_seen"], t["last_seen"], t["verifications"], t["new_version"]]
     rows: list[list[object]] = [
-        [v["version"], v["first"], v["last"], v["verifications"], t["yes" if v["new"] else "no"]]
+        [v["version"], local(v["first"], zone), local(v["last"], zone), v["verifications"],
+         t["yes" if v["new"] else "no"]]
         for v in review_of(stats).get("policy_versions", [])
-    ]
+    ]  # fmt: skip
     return Table(head, rows)
 
 
