@@ -127,7 +127,7 @@ def drill_tables(stats: Stats, t: Labels) -> list[tuple[str, Table]]:
     before = stats.get("previous", {}).get("by_member", {})
     out = []
     for member, figures in stats["by_member"].items():
-        if member in stats.get("unknown_members", {}) or not figures.get("by_code"):
+        if member in stats.get("unknown_members", {}):
             continue
         prior = before.get(member, {}).get("by_code", {})
         rows = _drill_rows(figures["by_code"], prior)
@@ -138,7 +138,9 @@ def drill_tables(stats: Stats, t: Labels) -> list[tuple[str, Table]]:
 
 def _drill_rows(codes: dict[str, Any], prior: dict[str, Any]) -> list[list[object]]:
     """The checks that failed this week or the week before, most failures first."""
-    ranked = sorted(codes.items(), key=lambda kv: (-kv[1]["failed"], kv[0]))
+    empty = {"checked": 0, "failed": 0, "rejected": 0, "fallback": 0, "approved": 0}
+    every = {code: codes.get(code, {**empty, "fail_rate": None}) for code in {*codes, *prior}}
+    ranked = sorted(every.items(), key=lambda kv: (-kv[1]["failed"], kv[0]))
     rows: list[list[object]] = []
     for code, c in ranked:
         was = prior.get(code, {}).get("failed", 0)
