@@ -285,6 +285,32 @@ def test_policy_version_changes(tmp_path: Path) -> None:
     assert "The week before: p1." in md
 
 
+def test_checks_gained_or_lost_since_the_week_before(tmp_path: Path) -> None:
+    """What changed names the checks that ran this week and not the week before, and back."""
+    config = config_for(tmp_path)
+    before = vrec("2026-11-17T09:00:00.000Z")
+    before["checks"].append({**before["checks"][0], "code": "domain.scope"})
+    write_log(config.log_path, [before, rejected("2026-11-24T09:00:00.000Z")])
+    md = render_markdown(weekly_stats(config, "2026-W48"), "en")
+    assert "Checks that ran this week and not the week before: boundary.medical." in md
+    assert "Checks that ran the week before and not this week: domain.scope." in md
+
+
+def test_cli_stats_text_shows_the_period_before(tmp_path: Path) -> None:
+    """`lingyi stats` (text) shows the period before, the largest changes, unknown members
+    and the false-positive rate over resolved appeals."""
+    path = tmp_path / "log.jsonl"
+    _two_weeks(path)
+    write_log(path, [rejected("2026-11-24T09:00:00.000Z", "lingzhii", UNKNOWN)])
+    done = run_lingyi("--config", write_config(tmp_path, "Asia/Shanghai"), "--log", path,
+                      "stats", "--since", "2026-11-23", "--until", "2026-11-29")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Previous period (2026-11-16 .. 2026-11-22): 4 verifications (change +3" in done.stdout
+    assert "  lingzhi · boundary.medical: failed 1 → 4" in done.stdout
+    assert "Unknown members (member.known failed): lingzhii (1)" in done.stdout
+    assert "false-positive rate over resolved appeals no data, 0 < 5 resolved" in done.stdout
+
+
 def test_judge_and_shadow_only_when_the_log_has_them(tmp_path: Path) -> None:
     """Without judge traces or shadow decisions there is no judge or shadow section (and
     nothing fails); with shadow decisions, what the shadow policy would have decided."""

@@ -126,7 +126,7 @@ def cards(stats: Stats, t: Labels) -> list[tuple[str, str, str]]:
              change_cell(stats, ("intercepted", i.name))) for i in INTERCEPTS]  # fmt: skip
     out += [(t["p95"], num(stats["latency_ms"]["p95"]), change_cell(stats, ("latency_ms", "p95")))]
     out += [(t["to_decide"], str(open_now), "")]
-    return [*out, (t["fp_measured"], *_fp_card(app, t))]
+    return [*out, (t["fp_card"], *_fp_card(app, t))]
 
 
 def _open_now(stats: Stats) -> int:

@@ -83,6 +83,7 @@ def _review(stats: f.Stats, t: Labels) -> dict[str, object]:
         "drill": r.drill_tables(stats, t),
         "versions": r.versions_table(stats, t),
         "versions_before": r.versions_before(stats, t),
+        "check_changes": r.check_changes(stats, t),
         "shadow": r.shadow_table(stats, t),
     }
 

@@ -72,6 +72,8 @@ def _what_changed(stats: f.Stats, t: Labels) -> str:
     before = r.versions_before(stats, t)
     parts = [f"### {t['policies']}", _or_none(r.versions_table(stats, t), t, "policies_none")]
     parts += [_line(before)] if before else []
+    if checks := r.check_changes(stats, t):
+        parts.append(_line(checks))
     judge = judge_figures(stats)
     if judge is not None:  # no section at all when the judge was not consulted
         criteria = criteria_table(judge, t)

@@ -198,3 +198,18 @@ def shadow_table(stats: Stats, t: Labels) -> Table | None:
     ]
     rows += [[t.fmt("shadow_changed", change=c), n] for c, n in shadow["changed"].items()]
     return Table([t["figure"], t["count"]], rows)
+
+
+def check_changes(stats: Stats, t: Labels) -> str | None:
+    """Checks that ran this week and not the week before, and the other way round (a policy
+    that gained or lost a check)."""
+    now = {c for c, v in stats["by_code"].items() if v["checked"]}
+    was = {c for c, v in stats.get("previous", {}).get("by_code", {}).items() if v["checked"]}
+    if not was or now == was:
+        return None  # a first week has nothing to compare with
+    parts = []
+    if added := sorted(now - was):
+        parts.append(t.fmt("checks_new", codes=", ".join(added)))
+    if gone := sorted(was - now):
+        parts.append(t.fmt("checks_gone", codes=", ".join(gone)))
+    return " ".join(parts)
