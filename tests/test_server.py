@@ -858,8 +858,15 @@ def test_stats_tool_gives_the_weekly_reports_figures(dep: Deployment) -> None:
         out["week"] = await client.call_tool("verification_stats", {"week": week})
         out["days"] = await client.call_tool("verification_stats", {"days": 7})
         out["bad"] = await client.call_tool("verification_stats", {"week": "2025-W53"})
+        out["report"] = (await client.read_resource("lingyi://report/weekly")).contents[0]
 
     with_client(dep, body)
+    from lingyi.report import weekly_report_markdown
+
+    def undated(text: str) -> str:  # the line that says when it was generated differs
+        return "\n".join(x for x in text.splitlines() if "generated" not in x and "生成于" not in x)
+
+    assert undated(out["report"].text) == undated(weekly_report_markdown(dep.config(), week))
     figures = out["week"].structured_content
     direct = weekly_stats(dep.config(), week)
     for got in (figures, direct):
