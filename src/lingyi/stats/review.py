@@ -37,7 +37,8 @@ EXAMPLES_PER_CODE = 3
 EXAMPLE_CODES = 5  # the top failing checks that get examples
 MAX_OPEN_APPEALS = 50  # listed; ``open_appeals_total`` stays exact
 TEXT_CHARS = 300
-_APPEAL = b'"kind":"appeal'
+# The writer's records have sorted keys, so its appeals and resolutions start with these.
+_APPEAL = b'{"appeal_'
 
 
 def shown(value: object, limit: int = TEXT_CHARS) -> str:
@@ -98,6 +99,7 @@ class ReviewPass:
         self.member = member
         self.span = (ts_key(window.start), ts_key(window.end))
         self.before = (ts_key(previous.start), ts_key(previous.end))
+        self._from, self._to = self.before[0].encode(), self.span[1].encode()
         self.versions, self.previous_versions = _Versions(), _Versions()
         self.shadow = _Shadow()
         self.samples: dict[str, list[tuple[bytes, str, dict[str, Any]]]] = {}
@@ -105,15 +107,20 @@ class ReviewPass:
         self.resolved: set[str] = set()
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
-        tail = tail_match(raw)
-        if tail is not None and _APPEAL not in raw and not self._wanted(tail[1].decode()):
-            return  # a verification of another week: not parsed
+        """Parse a line only if it may matter: an appeal, a verification of the two periods,
+        or a line not in the writer's format."""
+        if not raw.startswith(_APPEAL):
+            tail = tail_match(raw)
+            if tail is not None and not self._wanted(tail[1]):
+                return  # a verification of another week: not parsed
         record = decode_line(lineno, raw).record
         if record is not None:
             self.feed(record)
 
-    def _wanted(self, ts: str) -> bool:
-        key = normalise_ts(ts)
+    def _wanted(self, ts: bytes) -> bool:
+        if len(ts) == 24 and ts.endswith(b"Z"):  # the writer's own format: compared as bytes
+            return self._from <= ts < self._to
+        key = normalise_ts(ts.decode())
         return key is None or self.before[0] <= key < self.span[1]
 
     def feed(self, record: dict[str, Any]) -> None:
