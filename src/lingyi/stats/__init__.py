@@ -91,6 +91,9 @@ def compute_stats(
     ``rollup``: use and bring up to date the rollup beside the log (``<log>.rollup``), so
     that only what was appended since is read; the figures are the same (a window that is not
     made of whole local days, or a rollup that cannot be written, takes the windowed pass).
+    The period before the window (:func:`previous_window`) is counted the same way, for the
+    ``previous``, ``change`` and ``largest_changes`` fields (one rollup read serves both; the
+    windowed pass runs once per period).
     """
     windows = [window, previous_window(window)]
     aggs = None
