@@ -143,16 +143,14 @@ def stats_for(
     member: str | None = None,
     tz: str | None = None,
     progress: Progress | None = None,
-    review: bool = False,
 ) -> dict[str, Any]:
     """The ``lingyi stats --days N --json`` figures (for the MCP ``verification_stats`` tool),
-    from the rollup beside the log; with ``review``, the records to act on as well."""
+    from the rollup beside the log."""
     window = days_window(days, resolve_zone(tz, config))
     keys = log_keys(config)
-    figures = compute_stats(
+    return compute_stats(
         config.log_path, window, member=member, progress=progress, keys=keys, rollup=True
     )
-    return with_review(figures, config.log_path, window, member) if review else figures
 
 
 def with_review(
