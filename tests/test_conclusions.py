@@ -100,6 +100,15 @@ def test_revise_twice_then_final_at_a_maximum_of_two(tmp_path: Path, lang: str) 
     assert handover in rows[2]["message"] and handover not in rows[1]["message"]
 
 
+def test_a_new_id_each_time_does_not_revise_forever(tmp_path: Path) -> None:
+    """A model that renames its conclusion on every try gets revisions until the session has
+    spent eight conclusions' worth (8 × max 2), then final for any id; another session is new."""
+    tries = [{"event": "conclusion", **_bad(cid=f"c-{i}")} for i in range(18)]
+    events = [TRACE_RESULT, *tries, {"event": "conclusion", **_bad(cid="c-x", session="s2")}]
+    _, rows = _replay(tmp_path, events)
+    assert [r["route"] for r in rows] == ["revise"] * 16 + ["final", "final", "revise"]
+
+
 def test_a_revision_that_passes_is_passed(tmp_path: Path) -> None:
     """Rejected once (revise), then corrected under the same id: passed, count kept."""
     events = [

@@ -154,7 +154,8 @@ def test_a_replay_with_the_judge_unreachable_changes_only_what_on_error_says(
 def test_stats_and_the_weekly_report_show_the_judge(
     policies: PolicySet, model: tuple[api.FakeModel, str], tmp_path: Path
 ) -> None:
-    """Calls, cache hits, spend and verdicts per criterion reach stats and the report."""
+    """Calls, cache hits, spend and verdicts per criterion reach stats and the report (under
+    what changed, beside the week before); a week without the judge has no judge section."""
     from lingyi.log import VerificationLog
 
     state, url = model
@@ -187,12 +188,13 @@ def test_stats_and_the_weekly_report_show_the_judge(
         "Nothing in the content contradicts"
     )
     report = render_markdown(stats, "en")
-    assert "## Judge" in report and "Cache hits" in report and worst["criterion"] in report
-    assert "Outcome: needs_revision" in report
+    assert "### Judge" in report and "Cache hits" in report and worst["criterion"] in report
+    assert "| Outcome: needs_revision | 1 | 0 | +1 | 33.3% |" in report
+    assert "| Calls to the model | 2 | 0 | +2 |  |" in report
     empty = render_markdown({**stats, "judge": {**figures, "consulted": 0}}, "en")
-    assert "The judge was not consulted this week." in empty
+    assert "Judge" not in empty and "Calls to the model" not in empty
     page = render_html(stats, "zh")
-    assert "<h2>评审模型</h2>" in page and "缓存命中" in page
+    assert '<h3 id="judge">评审模型</h3>' in page and "缓存命中" in page
     chunked = compute_stats(path, days_window(1, resolve_zone("UTC")), workers=3)
     assert chunked["judge"] == figures  # worker chunks merge into the single pass's figures
     _rollup_keeps_the_judge(path)

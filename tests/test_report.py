@@ -48,8 +48,9 @@ def test_markdown_has_the_figures(report_config: Any) -> None:
     assert "| 校验总数 | 6 |  |" in md and "| 拒绝 | 3 | 50.0% |" in md
     assert "| 虚构的沟通 | 1 |  |" in md and "| 越界行为 | 2 |  |" in md
     assert "| 周一 11-23 | 1 | 1 | 0 | 2 |" in md
-    assert "| boundary.medical | 2 | 2 | 0 | 0 | 1 | 50.0% |" in md
-    assert "| 实测误报率（推翻 / 拦截） |  | 25.0% |" in md
+    assert "| boundary.medical | 2 | 2 | 0 | 0 | 0 | +2 |" in md
+    assert "| 误报率下限（推翻 / 全部拦截） | 1 | 25.0% | 0 | 0.0% | +1 · +25.0 pp |" in md
+    assert "| 检查代码 | boundary.medical | 1 | 1 | 无数据（n=1 < 5） | 50.0% |" in md
     assert "哈希链完整" in md
 
 

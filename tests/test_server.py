@@ -844,6 +844,42 @@ def test_stats_tool_and_weekly_report(dep: Deployment) -> None:
     assert out["report"].text.strip()
 
 
+def test_stats_tool_gives_the_weekly_reports_figures(dep: Deployment) -> None:
+    """verification_stats with a week gives the figures the weekly report is made from: the
+    week before and the changes, the open appeals, examples and policy versions (review)."""
+    from lingyi.report import weekly_stats
+    from lingyi.stats import last_full_week, resolve_zone
+
+    out: dict[str, Any] = {}
+    week = last_full_week(resolve_zone(None, dep.config()))
+
+    async def body(client: Client) -> None:
+        await client.call_tool("search_knowledge", {"query": "头痛应该开什么药"})
+        out["week"] = await client.call_tool("verification_stats", {"week": week})
+        out["days"] = await client.call_tool("verification_stats", {"days": 7})
+        out["bad"] = await client.call_tool("verification_stats", {"week": "2025-W53"})
+        out["report"] = (await client.read_resource("lingyi://report/weekly")).contents[0]
+
+    with_client(dep, body)
+    from lingyi.report import weekly_report_markdown
+
+    def undated(text: str) -> str:  # the line that says when it was generated differs
+        return "\n".join(x for x in text.splitlines() if "generated" not in x and "生成于" not in x)
+
+    assert undated(out["report"].text) == undated(weekly_report_markdown(dep.config(), week))
+    figures = out["week"].structured_content
+    direct = weekly_stats(dep.config(), week)
+    for got in (figures, direct):
+        got.pop("generated_at"), got.pop("ledger", None)
+    assert figures == direct and figures["window"]["label"] == week
+    days = out["days"].structured_content
+    assert {"previous", "change", "largest_changes"} <= set(days) and "review" not in days
+    assert figures["review"]["policy_versions"] or not figures["totals"]["total"]
+    assert (
+        out["bad"].is_error and "2025 has no ISO week 53" in out["bad"].structured_content["error"]
+    )
+
+
 # --- stdio subprocess ------------------------------------------------------------------------
 
 

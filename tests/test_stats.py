@@ -285,7 +285,8 @@ def test_appeals_give_overturn_and_false_positive_rates(
     s = week_stats(path, "2026-W48")
     assert s["appeals"] == {
         "filed": 3, "open": 1, "upheld": 1, "overturned": 1, "overturned_approvals": 0,
-        "overturn_rate": 0.5, "false_positive_rate": 0.25,
+        "overturn_rate": 0.5, "false_positive_rate": 0.25, "resolved": 2,
+        "resolved_blocks": 2, "measured_fp_rate": None, "measured_fp_min": 5,
     }  # fmt: skip
     members = s["by_member"]
     assert members["lingzhi"]["appeals"]["false_positive_rate"] == 1.0
@@ -544,7 +545,7 @@ def test_parallel_chunks_give_the_single_pass_result(tmp_path: Path, monkeypatch
     monkeypatch.setattr(pool, "run_workers", spy)
     one = compute_stats(path, window, workers=1)
     many = compute_stats(path, window, workers=3)
-    assert ran == [3]
+    assert ran == [3, 3]  # the week and the week before, each in three chunks
     one.pop("generated_at"), many.pop("generated_at")
     assert many == one
     assert one["integrity"]["edited"] == 1 and one["integrity"]["relinked"] == 1
@@ -585,7 +586,7 @@ def test_stats_for_is_the_cli_json(tmp_path: Path) -> None:
     assert set(direct) == {
         "schema", "window", "member", "totals", "by_member", "by_type", "by_tool", "by_code",
         "by_day", "intercepted", "latency_ms", "top_rejection_reasons", "appeals", "judge",
-        "integrity", "log",
+        "integrity", "log", "unknown_members", "previous", "change", "largest_changes",
     }  # fmt: skip
 
 

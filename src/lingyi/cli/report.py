@@ -33,12 +33,19 @@ from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
 def report(
     app: App, week: str | None, tz: str | None, out: Path, fmt: str, lang: str | None, as_json: bool
 ) -> int:
-    """Write the report of one ISO week as lingyi-report-<week>.md and .html in --out, and
-    print the paths written."""
+    """Write the report of one ISO week as lingyi-report-<week>.md and .html in --out, print
+    the paths written, and say on stderr which week it was and how many verifications it held
+    (with the current week to report on when the one written was empty)."""
     formats = ("md", "html") if fmt == "both" else (fmt,)
-    paths = weekly.write_report(app.config(), week, out=out, tz=tz, formats=formats, lang=lang)
+    done = weekly.write_weekly(app.config(), week, out=out, tz=tz, formats=formats, lang=lang)
     if as_json:
-        app.json({"ok": True, "written": [str(p) for p in paths]})
-    else:
-        app.out("\n".join(str(p) for p in paths))
+        app.json({"ok": True, "written": [str(p) for p in done.paths], "week": done.week,
+                  "verifications": done.verifications, "current_week": done.current_week,
+                  "current_verifications": done.current_verifications})  # fmt: skip
+        return EXIT_OK
+    app.out("\n".join(str(p) for p in done.paths))
+    app.err(f"report of {done.week}: {done.verifications} verifications")
+    if done.current_week is not None:
+        app.err(f"{done.week} is empty; the current week {done.current_week} has "
+                f"{done.current_verifications} so far: lingyi report --week {done.current_week}")  # fmt: skip
     return EXIT_OK

@@ -62,6 +62,7 @@ def format_stats(s: dict[str, Any]) -> str:
         rows = [_counts_row(k, v) for k, v in s[key].items()]
         if rows:
             out.append(f"\n{title}\n" + text_table(head, rows))
+    out.append(_trend_text(s))
     out.append(_codes_text(s))
     out.append(_reasons_text(s))
     out.append(_integrity_text(s["integrity"]))
@@ -85,9 +86,35 @@ def _stats_header(s: dict[str, Any]) -> str:
         f"Latency ms: p50 {report.num(lat['p50'])} · p95 {report.num(lat['p95'])} · "
         f"p99 {report.num(lat['p99'])} (n={lat['count']})\n"
         f"Appeals: filed {app['filed']} · open {app['open']} · upheld {app['upheld']} · "
-        f"overturned {app['overturned']} (false-positive rate "
+        f"overturned {app['overturned']} (false-positive rate over resolved appeals "
+        f"{_measured(app)}; lower bound over all blocks "
         f"{report.pct(app['false_positive_rate'])})\n"
     )
+
+
+def _trend_text(s: dict[str, Any]) -> str:
+    """The period before, the largest member × check changes, and unknown members."""
+    lines = []
+    if "previous" in s:
+        before, change = s["previous"], s["change"]["totals"]
+        rate = change.get("blocked_rate")
+        shown = "–" if rate is None else f"{rate * 100:+.1f} pp"
+        lines.append(f"\nPrevious period ({before['window']['label']}): "
+                     f"{before['totals']['total']} verifications "
+                     f"(change {change['total']:+d}, blocked rate {shown})")  # fmt: skip
+    for c in s.get("largest_changes", []):
+        lines.append(f"  {c['member']} · {c['code']}: failed {c['previous']} → {c['failed']}")
+    if s.get("unknown_members"):
+        names = ", ".join(f"{m} ({v['total']})" for m, v in s["unknown_members"].items())
+        lines.append(f"Unknown members (member.known failed): {names}")
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _measured(appeals: dict[str, Any]) -> str:
+    rate, resolved = appeals.get("measured_fp_rate"), appeals.get("resolved_blocks", 0)
+    if rate is None:
+        return f"no data, {resolved} < {appeals.get('measured_fp_min', 0)} resolved"
+    return f"{report.pct(rate)} of {resolved}"
 
 
 def _codes_text(s: dict[str, Any]) -> str:

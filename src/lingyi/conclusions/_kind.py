@@ -59,6 +59,12 @@ def content_of(conclusion: dict[str, Any]) -> str:
     return "\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
 
 
+# A session revises at most this many conclusions' worth (max_revisions each): past that every
+# failing conclusion is final, so a model cannot revise forever by changing the id.
+SESSION_CONCLUSIONS = 8
+_SESSION_KEY = "conclusion.revisions.session"
+
+
 class ConclusionKind:
     name = "conclusion"
 
@@ -92,8 +98,12 @@ class ConclusionKind:
         key = f"conclusion.revisions:{assertion.id or ''}"
         with _COUNTING:  # two submissions of one conclusion at once must not both revise
             done = int(session.state.get(key, 0))
+            spent = int(session.state.get(_SESSION_KEY, 0))
+            if spent >= maximum * SESSION_CONCLUSIONS:  # a new id each time is no way round
+                done = max(done, maximum)
             if result.decision is not Decision.APPROVED and done < maximum:
                 session.state[key] = done + 1
+                session.state[_SESSION_KEY] = spent + 1
         out: dict[str, Any] = {"max_revisions": maximum}
         if result.decision is Decision.APPROVED:
             return {"route": "passed", "revisions": done, **out}

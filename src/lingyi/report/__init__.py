@@ -16,6 +16,8 @@ the config's unless ``lang`` says otherwise.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +28,22 @@ from lingyi.report.figures import num, pct
 from lingyi.report.html import render_html
 from lingyi.report.labels import Labels, ReportError, report_language
 from lingyi.report.markdown import render_markdown
-from lingyi.stats import compute_stats, resolve_zone, week_window
+from lingyi.stats import compute_stats, resolve_zone, week_label, week_window, with_review
 
 FORMATS = ("md", "html")
 _RENDERERS = {"md": render_markdown, "html": render_html}
 
 
-def weekly_stats(config: Config, week: str | None = None, tz: str | None = None) -> dict[str, Any]:
+def weekly_stats(
+    config: Config, week: str | None = None, tz: str | None = None, member: str | None = None
+) -> dict[str, Any]:
     """The stats JSON of one ISO week (default: the last full week) in the zone, from the
-    rollup beside the log (the same figures as a pass over the whole log)."""
+    rollup beside the log (the same figures as a pass over the whole log), with the week
+    before it and the records to act on (``review``)."""
     window = week_window(week, resolve_zone(tz, config))
-    return compute_stats(config.log_path, window, keys=log_keys(config), rollup=True)
+    keys = log_keys(config)
+    figures = compute_stats(config.log_path, window, member=member, keys=keys, rollup=True)
+    return with_review(figures, config.log_path, window, member)
 
 
 def weekly_report_markdown(
@@ -45,6 +52,18 @@ def weekly_report_markdown(
     """The weekly report as Markdown (for the MCP weekly report resource)."""
     language = report_language(lang, config)
     return render_markdown(weekly_stats(config, week, tz), language)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What ``lingyi report`` wrote: the files, the week, how many verifications it held,
+    and, when it held none, the current week if that one has some (the hint to give)."""
+
+    paths: list[Path]
+    week: str
+    verifications: int
+    current_week: str | None = None
+    current_verifications: int = 0
 
 
 def write_report(
@@ -57,6 +76,19 @@ def write_report(
     lang: str | None = None,
 ) -> list[Path]:
     """Write ``lingyi-report-<week>.md`` / ``.html`` into ``out``; return the paths."""
+    return write_weekly(config, week, out=out, formats=formats, tz=tz, lang=lang).paths
+
+
+def write_weekly(
+    config: Config,
+    week: str | None = None,
+    *,
+    out: Path = Path("reports"),
+    formats: Sequence[str] = FORMATS,
+    tz: str | None = None,
+    lang: str | None = None,
+) -> Written:
+    """:func:`write_report`, saying which week was written and what it held."""
     unknown = [f for f in formats if f not in _RENDERERS]
     if unknown:
         raise ReportError(f"no report format {unknown[0]!r}: use {' or '.join(FORMATS)}")
@@ -68,13 +100,25 @@ def write_report(
         path = out / f"lingyi-report-{stats['window']['label']}.{fmt}"
         path.write_text(_RENDERERS[fmt](stats, language), encoding="utf-8", newline="\n")
         written.append(path)
-    return written
+    label, total = stats["window"]["label"], stats["totals"]["total"]
+    return Written(written, label, total, *(_current_week(config, tz) if not total else (None, 0)))
+
+
+def _current_week(config: Config, tz: str | None) -> tuple[str | None, int]:
+    """The current ISO week and its verifications so far, when it has any."""
+    zone = resolve_zone(tz, config)
+    label = week_label(*datetime.now(UTC).astimezone(zone).isocalendar()[:2])
+    figures = compute_stats(config.log_path, week_window(label, zone), keys=log_keys(config),
+                            rollup=True)  # fmt: skip
+    count = int(figures["totals"]["total"])
+    return (label, count) if count else (None, 0)
 
 
 __all__ = [
     "FORMATS",
     "Labels",
     "ReportError",
+    "Written",
     "nice_ceiling",
     "num",
     "pct",
@@ -84,4 +128,5 @@ __all__ = [
     "weekly_report_markdown",
     "weekly_stats",
     "write_report",
+    "write_weekly",
 ]

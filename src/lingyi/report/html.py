@@ -7,6 +7,7 @@ is untrusted and reaches the page only as escaped text.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -14,15 +15,18 @@ from markupsafe import Markup
 
 from lingyi.report import charts
 from lingyi.report import figures as f
+from lingyi.report import review as r
 from lingyi.report.judge import criteria_table, judge_figures, judge_table
 from lingyi.report.labels import Labels
 
+_NUMERIC = re.compile(r"^[+−-]?\d[\d.]*%?( pp)?( · [+−-]?\d[\d.]*( pp)?)?$|^[–0]$|^0 pp$")
+
 
 def _numeric(value: object) -> bool:
-    """Right-align counts, rates and latencies (``12``, ``50.0%``, ``3.4``, ``–``)."""
+    """Right-align counts, rates, latencies and changes (``12``, ``50.0%``, ``+3 · −2.0 pp``)."""
     if isinstance(value, int | float):
         return True
-    return str(value).rstrip("%").replace(".", "", 1).isdigit()
+    return bool(_NUMERIC.match(str(value)))
 
 
 @cache
@@ -61,7 +65,27 @@ def _judge(stats: f.Stats, t: Labels) -> dict[str, object]:
     judge = judge_figures(stats)
     if judge is None:
         return {"judge": None, "judge_criteria": None}
-    return {"judge": judge_table(judge, t), "judge_criteria": criteria_table(judge, t)}
+    before = stats.get("previous", {}).get("judge")
+    return {"judge": judge_table(judge, t, before), "judge_criteria": criteria_table(judge, t)}
+
+
+def _review(stats: f.Stats, t: Labels) -> dict[str, object]:
+    """The parts a reviewer acts on (lingyi.report.review)."""
+    return {
+        "records_line": r.records_line(stats, t),
+        "changes": r.change_lines(stats, t),
+        "appeals": r.appeals_table(stats, t),
+        "appeals_more": r.appeals_more(stats, t),
+        "fp_note": t.fmt("fp_note", min=stats["appeals"].get("measured_fp_min", 0)),
+        "fp": r.fp_table(stats, t),
+        "unknown": r.unknown_table(stats, t),
+        "examples": r.example_tables(stats, t),
+        "drill": r.drill_tables(stats, t),
+        "versions": r.versions_table(stats, t),
+        "versions_before": r.versions_before(stats, t),
+        "check_changes": r.check_changes(stats, t),
+        "shadow": r.shadow_table(stats, t),
+    }
 
 
 def render_html(stats: f.Stats, lang: str) -> str:
@@ -78,11 +102,11 @@ def render_html(stats: f.Stats, lang: str) -> str:
             summary=f.summary_table(stats, t),
             days=f.day_table(stats, t),
             codes=f.code_table(stats, t),
-            reasons=f.reason_table(stats, t),
             members=f.member_table(stats, t),
             integrity_ok=stats["integrity"]["ok"],
             integrity=f.integrity_table(stats, t),
-            examples=f.integrity_examples(stats, t),
+            examples_integrity=f.integrity_examples(stats, t),
+            **_review(stats, t),
             **_judge(stats, t),
             **_charts(stats, t),
         )

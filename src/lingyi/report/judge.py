@@ -8,34 +8,50 @@ from __future__ import annotations
 
 from typing import Any
 
-from lingyi.report.figures import Stats, Table, pct
+from lingyi.report.figures import Stats, Table, pct, signed
 from lingyi.report.labels import Labels
 
 TOP_CRITERIA = 10
 
 
 def judge_figures(stats: Stats) -> dict[str, Any] | None:
-    """The judge object when the judge was consulted in the window, else None."""
+    """The judge object when the judge was consulted in the window or the one before."""
     judge = stats.get("judge")
-    return judge if isinstance(judge, dict) and judge.get("consulted") else None
+    before = stats.get("previous", {}).get("judge", {})
+    if not isinstance(judge, dict):
+        return None
+    return judge if judge.get("consulted") or before.get("consulted") else None
 
 
-def judge_table(judge: dict[str, Any], t: Labels) -> Table:
-    """Consultations, calls, cache hits, spend, tokens, then each outcome that occurred."""
+def judge_table(judge: dict[str, Any], t: Labels, before: dict[str, Any] | None = None) -> Table:
+    """Consultations, calls, cache hits, spend, tokens, then each outcome that occurred, with
+    the week before beside them."""
+    was = before or {}
     rows: list[list[object]] = [
-        [t["judge_consulted"], judge["consulted"], ""],
-        [t["judge_calls"], judge["calls"], ""],
-        [t["judge_cache_hits"], judge["cache_hits"], pct(judge["cache_hit_rate"])],
-        [t["judge_spend"], f"{judge['spend_usd']:.4f}", ""],
-        [t["judge_tokens"], f"{judge['input_tokens']} / {judge['output_tokens']}", ""],
-    ]
+        _row(t["judge_consulted"], judge, was, "consulted"),
+        _row(t["judge_calls"], judge, was, "calls"),
+        [*_row(t["judge_cache_hits"], judge, was, "cache_hits"), pct(judge["cache_hit_rate"])],
+        _row(t["judge_spend"], judge, was, "spend_usd"),
+        [t["judge_tokens"], f"{judge['input_tokens']} / {judge['output_tokens']}",
+         f"{was.get('input_tokens', 0)} / {was.get('output_tokens', 0)}", ""],
+    ]  # fmt: skip
     consulted = judge["consulted"]
+    outcomes = was.get("outcomes", {})
     rows += [
-        [f"{t['judge_outcome']}: {name}", n, pct(n / consulted)]
+        [f"{t['judge_outcome']}: {name}", n, outcomes.get(name, 0),
+         signed(n - outcomes.get(name, 0)), pct(n / consulted) if consulted else "–"]
         for name, n in judge["outcomes"].items()
-        if n
-    ]
-    return Table([t["figure"], t["count"], t["rate"]], rows)
+        if n or outcomes.get(name)
+    ]  # fmt: skip
+    head = [t["figure"], t["this_week"], t["previous_short"], t["change"], t["rate"]]
+    return Table(head, [row + [""] * (len(head) - len(row)) for row in rows])
+
+
+def _row(label: str, judge: dict[str, Any], was: dict[str, Any], key: str) -> list[object]:
+    now, before = judge[key], was.get(key, 0)
+    if key == "spend_usd":
+        return [label, f"{now:.4f}", f"{before:.4f}", f"{now - before:+.4f}"]
+    return [label, now, before, signed(now - before)]
 
 
 def criteria_table(judge: dict[str, Any], t: Labels) -> Table:

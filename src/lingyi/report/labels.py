@@ -32,6 +32,10 @@ class Labels:
     def __getitem__(self, name: str) -> str:
         return text(self.lang, f"report.{name}")
 
+    def fmt(self, name: str, **values: object) -> str:
+        """``report.<name>`` with its placeholders filled."""
+        return text(self.lang, f"report.{name}", **values)
+
     def day(self, iso: str) -> str:
         """A local date as a chart and table label: weekday and month-day."""
         day = date.fromisoformat(iso)

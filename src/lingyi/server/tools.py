@@ -306,7 +306,8 @@ def _post(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
 
 def _stats_tool(table: ToolTable) -> ToolFn:
     async def call(ctx: Ctx, arguments: dict[str, Any]) -> CallToolResult:
-        from lingyi.stats import stats_for  # the figures load only when asked for
+        from lingyi.report import weekly_stats  # the figures load only when asked for
+        from lingyi.stats import stats_for
 
         app = table.app
         spec, problems = table.problems("verification_stats", arguments)
@@ -314,10 +315,15 @@ def _stats_tool(table: ToolTable) -> ToolFn:
             reason, hint = describe_problems(app.config.language, problems, spec)
             return _error({"error": reason, "recommendation": hint})
         member = app.policies.resolve(arguments.get("member") or "")
-        days = arguments.get("days", 7)
+        days, week = arguments.get("days", 7), arguments.get("week")
+        who = member.id if member else None
         try:
             figures = await app.in_thread(
-                lambda: stats_for(app.config, days=days, member=member.id if member else None)
+                lambda: (
+                    weekly_stats(app.config, week, member=who)
+                    if week
+                    else stats_for(app.config, days=days, member=who)  # the rollup only: cheap
+                )
             )
         except LingyiError as exc:  # the log cannot be read: say so, keep serving
             return _error({"error": str(exc)})

@@ -46,8 +46,10 @@ from lingyi.stats.aggregate import (
 )
 from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.pool import Progress, run_pass
-from lingyi.stats.rollup import rollup_aggregate
+from lingyi.stats.review import EXAMPLE_CODES, review_json
+from lingyi.stats.rollup import rollup_aggregates
 from lingyi.stats.store import rollup_path
+from lingyi.stats.trend import trend_json
 from lingyi.stats.view import STATS_SCHEMA, StatsView, appeals_json, counts_json
 from lingyi.stats.window import (
     Window,
@@ -58,6 +60,7 @@ from lingyi.stats.window import (
     local_zone,
     parse_instant,
     parse_week,
+    previous_window,
     range_window,
     resolve_zone,
     week_label,
@@ -88,19 +91,29 @@ def compute_stats(
     ``rollup``: use and bring up to date the rollup beside the log (``<log>.rollup``), so
     that only what was appended since is read; the figures are the same (a window that is not
     made of whole local days, or a rollup that cannot be written, takes the windowed pass).
+    The period before the window (:func:`previous_window`) is counted the same way, for the
+    ``previous``, ``change`` and ``largest_changes`` fields (one rollup read serves both; the
+    windowed pass runs once per period).
     """
-    agg = None
+    windows = [window, previous_window(window)]
+    aggs = None
     if rollup:
-        agg = rollup_aggregate(path, window, member, keys=keys, workers=workers, progress=progress)
-    if agg is None:
-        agg = _windowed(path, window, member, workers, progress, keys)
+        aggs = rollup_aggregates(path, windows, member, keys=keys, workers=workers,
+                                 progress=progress)  # fmt: skip
+    if aggs is None:  # the period before in a pass of its own, its progress not shown
+        aggs = [
+            _windowed(path, w, member, workers, p, keys)
+            for w, p in zip(windows, (progress, None), strict=True)
+        ]
     # Records written before redaction covered a format may still hold it: the figures and
     # the examples they quote are redacted again on the way out (the report reads these).
-    result: dict[str, Any] = redact_value(StatsView(agg).as_json(), keys=False)
+    result, before = (redact_value(StatsView(a).as_json(), keys=False) for a in aggs)
+    # The period before, counted the same way, so that every figure has its change beside it.
+    result.update(trend_json(result, before))
     result["log"] = str(path)
     if not result["integrity"]["ok"]:
         log.warning("stats.log_integrity", log=str(path), **_integrity_brief(result))
-    return result
+    return dict(result)
 
 
 def _windowed(
@@ -140,6 +153,18 @@ def stats_for(
     )
 
 
+def with_review(
+    figures: dict[str, Any], path: Path, window: Window, member: str | None = None
+) -> dict[str, Any]:
+    """``figures`` with the ``review`` object: open appeals, examples of the top failing
+    checks, policy versions, shadow decisions (one more pass over the log)."""
+    codes = [r["code"] for r in figures["top_rejection_reasons"] if r["code"] in figures["by_code"]]
+    found = review_json(
+        path, window, previous_window(window), member=member, codes=codes[:EXAMPLE_CODES]
+    )
+    return {**figures, "review": found}
+
+
 __all__ = [
     "APPROVED",
     "DECISIONS",
@@ -165,6 +190,7 @@ __all__ = [
     "normalise_ts",
     "parse_instant",
     "parse_week",
+    "previous_window",
     "range_window",
     "resolve_zone",
     "rollup_path",
@@ -173,5 +199,6 @@ __all__ = [
     "week_label",
     "week_window",
     "window_from_args",
+    "with_review",
     "zone_name",
 ]

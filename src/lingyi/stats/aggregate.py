@@ -142,6 +142,9 @@ class Appeals:
     upheld: int = 0
     overturned: int = 0
     overturned_approvals: int = 0
+    # Of ``upheld``, those that kept an approval: left out of the false-positive rate, whose
+    # denominator is the resolved appeals of *blocked* verdicts.
+    upheld_approvals: int = 0
 
     def bump(self, kind: str, outcome: object, approved: bool) -> None:
         """Count one appeal (``kind`` appeal) or resolution of a verification."""
@@ -149,6 +152,7 @@ class Appeals:
             self.filed += 1
         elif outcome == "upheld":
             self.upheld += 1
+            self.upheld_approvals += approved
         elif outcome == "overturned" and approved:
             self.overturned_approvals += 1  # a verdict that should have blocked
         elif outcome == "overturned":
@@ -159,9 +163,16 @@ class Appeals:
         self.upheld += other.upheld
         self.overturned += other.overturned
         self.overturned_approvals += other.overturned_approvals
+        self.upheld_approvals += other.upheld_approvals
 
     def as_list(self) -> list[int]:
-        return [self.filed, self.upheld, self.overturned, self.overturned_approvals]
+        return [
+            self.filed,
+            self.upheld,
+            self.overturned,
+            self.overturned_approvals,
+            self.upheld_approvals,
+        ]
 
 
 def _finite_ms(value: object) -> float | None:
@@ -443,6 +454,10 @@ class Aggregator(LogPass, Counters):
         self.day_keys = window.day_keys()
         self.day_tallies: list[Tally] = [[0, 0, 0] for _ in self.day_keys]
         self.appeals: dict[tuple[str, str], Appeals] = {}
+        # Per member, the checks that ran and the decisions where each failed (the drill-down
+        # and the week-over-week changes per member and check); bounded by members × codes.
+        self.member_codes: dict[str, dict[str, Tally]] = {}
+        self.member_checked: dict[str, Counter[str]] = {}
 
     # -- per line ----------------------------------------------------------------------
 
@@ -482,7 +497,28 @@ class Aggregator(LogPass, Counters):
             self.integrity.note(lineno, record.get("id"), "no valid decision")
             return
         self.count(record, str(member), index, lineno)
+        self._by_member_code(record.get("checks"), str(member), index)
         self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
+
+    def _by_member_code(self, checks: object, member: str, index: int) -> None:
+        """Count the checks of one verification under its member (as :meth:`_checked` does)."""
+        if not isinstance(checks, list):
+            return
+        checked = self.member_checked.setdefault(member, Counter())
+        codes = self.member_codes.setdefault(member, {})
+        for check in checks:
+            if isinstance(check, dict):
+                code = check.get("code")
+                checked[code if isinstance(code, str) else str(code)] += 1
+                if check.get("passed") is False:
+                    _bump(codes, str(code), index)
+
+    def add_member_codes(self, member: str, codes: dict[str, Tally], checked: Counter[str]) -> None:
+        """Add one member's per-check counters (a later chunk, or a day of the rollup)."""
+        mine = self.member_codes.setdefault(member, {})
+        for code, tally in codes.items():
+            mine[code] = _add(mine.get(code, [0, 0, 0]), tally)
+        self.member_checked.setdefault(member, Counter()).update(checked)
 
     # -- appeals -----------------------------------------------------------------------
 
@@ -515,6 +551,8 @@ class Aggregator(LogPass, Counters):
         ]
         for key, counts in other.appeals.items():
             self.appeals.setdefault(key, Appeals()).add(counts)
+        for name, codes in other.member_codes.items():
+            self.add_member_codes(name, codes, other.member_checked.get(name, Counter()))
 
 
 def appeal_groups(member: str, codes: object) -> list[tuple[str, str]]:

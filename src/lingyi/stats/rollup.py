@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -61,11 +62,26 @@ def rollup_aggregate(
     (it would have to be rebuilt, and cannot be written): the caller makes a windowed pass.
     A valid rollup that the caller may not write is used, and brought up to date in memory.
     """
-    zone = ZoneDays(zone_name(window.zone), window.zone)
-    if not path.is_file() or not _named(zone) or not whole_days(window, zone):
+    found = rollup_aggregates(path, [window], member, keys=keys, workers=workers, progress=progress)
+    return None if found is None else found[0]
+
+
+def rollup_aggregates(
+    path: Path,
+    windows: Sequence[Window],
+    member: str | None = None,
+    *,
+    keys: KeyRing | None = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> list[Aggregator] | None:
+    """:func:`rollup_aggregate` for several windows of one zone, the rollup brought up to date
+    once (a week and the week before it)."""
+    zone = ZoneDays(zone_name(windows[0].zone), windows[0].zone)
+    if not path.is_file() or not _named(zone) or not all(whole_days(w, zone) for w in windows):
         return None  # no log (no rollup made for it), or a window the rollup cannot serve
     loaded = store.load(path, keys)
-    builder, position, why = _usable(loaded, zone, window)
+    builder, position, why = _usable(loaded, zone, windows)
     if builder is None:
         if not _writable(path):
             return None
@@ -77,7 +93,7 @@ def rollup_aggregate(
     if changed and _writable(path):  # a reader who may not write still uses a valid one
         _save(path, builder, position, keys)
     _read_tail(builder, path, position)
-    return aggregate(builder, window, member)
+    return [aggregate(builder, w, member) for w in windows]
 
 
 def _named(zone: ZoneDays) -> bool:
@@ -96,14 +112,14 @@ def whole_days(window: Window, zone: ZoneDays) -> bool:
 
 
 def _usable(
-    loaded: store.Loaded | str, zone: ZoneDays, window: Window
+    loaded: store.Loaded | str, zone: ZoneDays, windows: Sequence[Window]
 ) -> tuple[RollupBuilder | None, store.Position, str]:
     if isinstance(loaded, str):
         return None, store.Position(), loaded
     days = loaded.builder.zones.get(zone.name)
     if days is None:
         return None, loaded.position, f"no days in zone {zone.name} yet"
-    for day in window.days():
+    for day in (d for w in windows for d in w.days()):
         kept = days.day(day.isoformat())
         bounds = (zone.boundary(day), zone.boundary(day + timedelta(days=1)))
         if kept is not None and (kept.start, kept.end) != bounds:
@@ -251,6 +267,7 @@ def aggregate(builder: RollupBuilder, window: Window, member: str | None) -> Agg
             if member is not None and not (is_text and name == member):
                 continue
             agg.add(cell)
+            agg.add_member_codes(name, cell.groups["code"], cell.checked)
             tally = agg.day_tallies[index]
             agg.day_tallies[index] = [a + b for a, b in zip(tally, cell.totals, strict=True)]
             agg.integrity.invalid += cell.invalid

@@ -6,6 +6,7 @@ ever added within one schema.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,10 @@ from lingyi.stats.histogram import LatencyHistogram
 
 STATS_SCHEMA = "lingyi.stats/1"
 TOP_REASONS = 10
+# Below this many resolved appeals of blocked verdicts, a measured false-positive rate says
+# more about chance than about the guard: it is shown as no data (null).
+MIN_RESOLVED_APPEALS = 5
+UNKNOWN_MEMBER_CODE = "member.known"  # the layer's own check: a member no policy names
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -43,9 +48,13 @@ def counts_json(tally: Tally) -> dict[str, Any]:
 
 
 def appeals_json(counts: Appeals | None, blocked: int) -> dict[str, Any]:
-    """Appeal figures; ``false_positive_rate`` = overturned blocks / all blocks."""
+    """Appeal figures; ``false_positive_rate`` = overturned blocks / all blocks (a lower
+    bound), ``measured_fp_rate`` = overturned / resolved appeals of blocks (null below
+    :data:`MIN_RESOLVED_APPEALS`)."""
     c = counts or Appeals()
     resolved = c.upheld + c.overturned + c.overturned_approvals
+    resolved_blocks = c.overturned + c.upheld - c.upheld_approvals
+    enough = resolved_blocks >= MIN_RESOLVED_APPEALS
     return {
         "filed": c.filed,
         "open": max(c.filed - resolved, 0),
@@ -54,6 +63,10 @@ def appeals_json(counts: Appeals | None, blocked: int) -> dict[str, Any]:
         "overturned_approvals": c.overturned_approvals,
         "overturn_rate": _rate(c.overturned + c.overturned_approvals, resolved),
         "false_positive_rate": _rate(c.overturned, blocked),
+        "resolved": resolved,
+        "resolved_blocks": resolved_blocks,
+        "measured_fp_rate": _rate(c.overturned, resolved_blocks) if enough else None,
+        "measured_fp_min": MIN_RESOLVED_APPEALS,
     }
 
 
@@ -80,6 +93,7 @@ class StatsView:
             "intercepted": dict(agg.intercepted),
             "latency_ms": {**agg.latency.summary(), "method": _LATENCY_METHOD},
             "top_rejection_reasons": self._top_reasons(),
+            "unknown_members": self._unknown_members(),
             "appeals": appeals_json(agg.appeals.get(("all", "")), totals["blocked"]),
             "judge": agg.judge.as_json(),
             "integrity": agg.integrity.as_json(agg.chain.report),
@@ -96,7 +110,33 @@ class StatsView:
             counts = counts_json(agg.groups["member"].get(name, [0, 0, 0]))
             latency = agg.member_latency.get(name, LatencyHistogram()).summary()
             appeals = appeals_json(agg.appeals.get(("member", name)), counts["blocked"])
-            out[name] = {**counts, "latency_ms": latency, "appeals": appeals}
+            by_code = self._member_codes(name)
+            out[name] = {**counts, "latency_ms": latency, "appeals": appeals, "by_code": by_code}
+        return out
+
+    def _member_codes(self, member: str) -> dict[str, Any]:
+        """One member's checks: how often each ran, failed, and the decisions it failed in."""
+        checked: Mapping[str, int] = self.agg.member_checked.get(member, {})
+        codes = self.agg.member_codes.get(member, {})
+        out = {}
+        for code in sorted(set(checked) | set(codes)):
+            failed = codes.get(code, [0, 0, 0])
+            out[code] = {
+                "checked": checked.get(code, 0),
+                "failed": sum(failed),
+                "fail_rate": _rate(sum(failed), checked.get(code, 0)),
+                **dict(zip(DECISIONS, failed, strict=True)),
+                "blocked": failed[REJECTED] + failed[FALLBACK],
+            }
+        return out
+
+    def _unknown_members(self) -> dict[str, Any]:
+        """Members the guard did not know (its ``member.known`` check failed): typos or
+        someone probing, a security signal rather than a member's figures."""
+        agg, out = self.agg, {}
+        for name in sorted(agg.member_codes):
+            if agg.member_codes[name].get(UNKNOWN_MEMBER_CODE):
+                out[name] = counts_json(agg.groups["member"].get(name, [0, 0, 0]))
         return out
 
     def _by_code(self) -> dict[str, Any]:

@@ -182,3 +182,21 @@ def window_from_args(
     if since is None:
         raise WindowError("--until needs --since (or use --days)")
     return range_window(since, until or _today(zone, now).isoformat(), zone)
+
+
+def previous_window(window: Window) -> Window:
+    """The period just before ``window``, of the same kind: the ISO week before a week, the
+    same number of local days before a window of whole days, else the same length of time."""
+    zone, days = window.zone, window.days()
+    match = _WEEK_RE.match(window.label)
+    if match:
+        monday = date.fromisocalendar(int(match[1]), int(match[2]), 1) - timedelta(days=7)
+        year, week, _ = monday.isocalendar()
+        return week_window(week_label(year, week), zone)
+    whole = window.start == local_midnight(days[0], zone)
+    if whole and window.end == local_midnight(days[-1] + timedelta(days=1), zone):
+        first, last = days[0] - timedelta(days=len(days)), days[0] - timedelta(days=1)
+        start = local_midnight(first, zone)
+        return Window(start, window.start, zone, f"{first} .. {last}")
+    start = window.start - (window.end - window.start)
+    return Window(start, window.start, zone, f"{ts_key(start)} .. {ts_key(window.start)}")
