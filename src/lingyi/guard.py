@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Unpack
 
-import httpx
-
 from lingyi.backends.kb import KnowledgeBase
 from lingyi.checks._registry import Services
 from lingyi.config import Config
@@ -28,6 +26,8 @@ from lingyi.policy import PolicySet, PolicyStore, load_policies
 
 def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:
     """GET {url}/{id}: 2xx means the id exists, 404 means it does not; anything else raises."""
+    import httpx  # only a deployment with a trace backend needs an HTTP client
+
     client = httpx.Client(timeout=timeout_s)
 
     def lookup(trace_id: str) -> bool:
