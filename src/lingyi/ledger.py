@@ -28,7 +28,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -102,12 +102,21 @@ class Item:
     def text(self) -> str:
         return self.canon.text
 
-    def index_terms(self) -> set[str]:
-        """What the item can be found by: bigrams, words and number values."""
-        text = self.text
-        values = {number_key(v) for v in entities(text).values}
-        parts = words(text.replace("_", " "))  # dataset_v3_labels is found by "dataset" too
-        return bigrams(text) | words(text) | parts | values | {self.key}
+    def index_terms(self) -> frozenset[str]:
+        """What the item can be found by: bigrams, words and number values, and its id."""
+        return text_terms(self.text) | {self.key}
+
+
+@lru_cache(maxsize=4096)
+def text_terms(text: str) -> frozenset[str]:
+    """The index terms of an evidence text: bigrams, words and number values.
+
+    Cached: a busy session records the same knowledge-base hits again and again, and a
+    trimmed session re-indexes what it keeps.
+    """
+    values = {number_key(v) for v in entities(text).values}
+    parts = words(text.replace("_", " "))  # dataset_v3_labels is found by "dataset" too
+    return frozenset(bigrams(text) | words(text) | parts | values)
 
 
 class SessionLedger:
