@@ -125,3 +125,34 @@ def test_each_policy_snapshot_runs_its_own_checks(tmp_path: Path) -> None:
         without = {c.code for c in layer.verify(fact, Ledger(), policies=off).checks}
         assert with_check - without == {"inference.labelled"}
         assert without < with_check
+
+
+def test_a_check_result_built_without_validation_equals_a_validated_one() -> None:
+    """Each check's result is built from its typed outcome without validation: equal to the
+    validated model field by field and in its JSON, with a fallback and found evidence too;
+    an outcome that is not as typed is validated as before (a plugin's bad value)."""
+    from pydantic import ValidationError
+
+    from lingyi.checks import Outcome
+    from lingyi.layer import _result_of
+    from lingyi.models import Fallback, OnFail, Stage, ToolCall
+    from lingyi.policy import CheckEntry
+
+    entry = CheckEntry(check="domain.scope", stage=Stage.BOUNDARY, on_fail=OnFail.FALLBACK)
+    call = ToolCall(name="search_knowledge", arguments={"query": "气功", "domains": ["气"]})
+    outcomes = [
+        Outcome(True, "在范围内", detail={"domains": {"气": ["气功"]}}),
+        Outcome(False, "out of scope", "ask lingyi", Fallback(kind="restrict_domains", tool_call=call)),
+        Outcome(True, "found", found=(Evidence(id="kb:qg-1", title="气功源流"),), degraded=True),
+        Outcome(False, "unsure", uncertain=True),
+    ]  # fmt: skip
+    for outcome in outcomes:
+        made = _result_of(entry, outcome)
+        validated = type(made).model_validate(made.model_dump())
+        assert made == validated
+        assert made.model_dump_json() == validated.model_dump_json()
+        assert made.blocking is validated.blocking
+    # not as typed: validated, as before (coerced where pydantic coerces, refused otherwise)
+    assert _result_of(entry, Outcome("no", "not a bool")).passed is False  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        _result_of(entry, Outcome(None, "not a bool"))  # type: ignore[arg-type]
