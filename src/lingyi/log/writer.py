@@ -48,6 +48,7 @@ _TAIL_BLOCK = 64 * 1024
 # hint matches them (the redaction's hint pass reads the same text).
 _NONCE = "".join(chr(0xE000 + b) for b in secrets.token_bytes(12))
 _LINK = {name: f"\ue000{_NONCE}{name}" for name in ("prev", "seq", "key_id")}
+_LINKED = {name: f'"{name}":' + json.dumps(p, ensure_ascii=False) for name, p in _LINK.items()}
 
 
 @dataclass(frozen=True)
@@ -260,6 +261,5 @@ class VerificationLog:
 def _linked(text: str, link: dict[str, Any]) -> str:
     """The canonical text with each placeholder of :data:`_LINK` replaced by its value."""
     for name, value in link.items():
-        placeholder = f'"{name}":' + json.dumps(_LINK[name], ensure_ascii=False)
-        text = text.replace(placeholder, f'"{name}":' + json.dumps(value, ensure_ascii=False), 1)
+        text = text.replace(_LINKED[name], f'"{name}":' + json.dumps(value, ensure_ascii=False), 1)
     return text
