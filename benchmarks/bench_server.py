@@ -12,7 +12,8 @@ order alternating), so drift and other load on the machine touch both alike:
   they can, ``--rounds`` rounds alternating guarded and bare; calls per second.
 
 Reports median and p99 client-side latency, their ratios guarded/bare, and the throughput
-ratio. No assertions (tests never time anything).
+ratio; and, less sensitive to other load on the machine, the CPU time each server process
+used per call (from ``/proc``, Linux). No assertions (tests never time anything).
 
     .venv/bin/python benchmarks/bench_server.py                  # 500 calls, 10 clients
     .venv/bin/python benchmarks/bench_server.py --only stdio --calls 2000 --fsync
@@ -99,15 +100,47 @@ async def call(client: Client, i: int) -> float:
     return elapsed
 
 
-async def interleaved(clients: dict[str, Client], calls: int, warmup: int) -> Times:
-    """Call each server in turn, the order alternating, so drift touches both alike."""
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, in ms; 0 where /proc is absent."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def children() -> dict[str, int]:
+    """This process's server subprocesses by role, from their command lines."""
+    found: dict[str, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid():
+            found["bare" if BARE.name in argv else "guarded"] = int(stat.parent.name)
+    return found
+
+
+async def interleaved(
+    clients: dict[str, Client], calls: int, warmup: int, pids: dict[str, int] | None = None
+) -> Times:
+    """Call each server in turn, the order alternating, so drift touches both alike; with
+    ``pids``, each server's CPU time per timed call goes in as ``cpu:NAME``."""
     times: Times = {name: [] for name in clients}
+    pids = pids if pids is not None else children()
+    started: dict[str, float] = {}
     for i in range(warmup + calls):
+        if i == warmup:
+            started = {name: cpu_ms(pid) for name, pid in pids.items()}
         order = list(clients) if i % 2 == 0 else list(reversed(clients))
         for name in order:
             elapsed = await call(clients[name], i)
             if i >= warmup:
                 times[name].append(elapsed)
+    for name, pid in pids.items():
+        times[f"cpu:{name}"] = [(cpu_ms(pid) - started[name]) / calls]
     return times
 
 
@@ -134,8 +167,8 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 
 
 
 @contextlib.contextmanager
-def http_servers(dep: Deployment) -> Iterator[dict[str, str]]:
-    """Both servers over Streamable HTTP on free loopback ports; yields their /mcp URLs."""
+def http_servers(dep: Deployment) -> Iterator[tuple[dict[str, str], dict[str, int]]]:
+    """Both servers over Streamable HTTP on free loopback ports: their /mcp URLs and pids."""
     ports = {"guarded": free_port(), "bare": free_port()}
     argv = {
         "guarded": dep.guarded("--http", "--port", str(ports["guarded"])),
@@ -147,20 +180,22 @@ def http_servers(dep: Deployment) -> Iterator[dict[str, str]]:
     try:
         for name, proc in procs.items():
             wait_listening(ports[name], proc)
-        yield {n: f"http://127.0.0.1:{p}/mcp" for n, p in ports.items()}
+        urls = {n: f"http://127.0.0.1:{p}/mcp" for n, p in ports.items()}
+        yield urls, {n: proc.pid for n, proc in procs.items()}
     finally:
         for proc in procs.values():
             proc.terminate()
             proc.wait(timeout=30)
 
 
-async def over_http(urls: dict[str, str], calls: int, warmup: int) -> Times:
+async def over_http(urls: dict[str, str], pids: dict[str, int], calls: int, warmup: int) -> Times:
     async with Client(urls["guarded"]) as guarded, Client(urls["bare"]) as bare:
-        return await interleaved({"guarded": guarded, "bare": bare}, calls, warmup)
+        return await interleaved({"guarded": guarded, "bare": bare}, calls, warmup, pids)
 
 
 async def throughput(url: str, clients: int, calls: int) -> float:
-    """Calls per second of ``clients`` concurrent sessions making ``calls`` calls each."""
+    """Calls per second of ``clients`` concurrent sessions making ``calls`` calls each
+    (all sessions opened and warmed first)."""
     async with contextlib.AsyncExitStack() as stack:
         sessions = [await stack.enter_async_context(Client(url)) for _ in range(clients)]
         for session in sessions:  # warm every session (and the server's caches) first
@@ -187,13 +222,20 @@ async def throughputs(urls: dict[str, str], clients: int, calls: int, rounds: in
 
 def latency_rows(label: str, times: Times) -> list[str]:
     g, b = times["guarded"], times["bare"]
-    return [
-        *(f"{label:<6} {n:<8} {len(v):>6} {statistics.median(v):>10.3f} {p99(v):>8.3f}"
-          for n, v in times.items()),
+    rows = [
+        *(f"{label:<6} {n:<8} {len(times[n]):>6} {statistics.median(times[n]):>10.3f} "
+          f"{p99(times[n]):>8.3f}" for n in ("guarded", "bare")),
         f"{label:<6} guarded/bare: median {statistics.median(g) / statistics.median(b):.2f}x, "
         f"p99 {p99(g) / p99(b):.2f}x; overhead (median) "
         f"{statistics.median(g) - statistics.median(b):+.3f} ms",
     ]  # fmt: skip
+    cpu = {n: times.get(f"cpu:{n}", [0.0])[0] for n in ("guarded", "bare")}
+    if cpu["bare"] > 0:
+        rows.append(
+            f"{label:<6} server CPU per call: guarded {cpu['guarded']:.3f} ms, bare "
+            f"{cpu['bare']:.3f} ms, guarded/bare {cpu['guarded'] / cpu['bare']:.2f}x"
+        )
+    return rows
 
 
 def rate_rows(clients: int, rates: Times) -> list[str]:
@@ -223,11 +265,10 @@ def main() -> None:
         if "stdio" in parts:
             rows += latency_rows("stdio", anyio.run(over_stdio, dep, args.calls, args.warmup))
         if "http" in parts or "throughput" in parts:
-            with http_servers(dep) as urls:
+            with http_servers(dep) as (urls, pids):
                 if "http" in parts:
-                    rows += latency_rows(
-                        "http", anyio.run(over_http, urls, args.calls, args.warmup)
-                    )
+                    times = anyio.run(over_http, urls, pids, args.calls, args.warmup)
+                    rows += latency_rows("http", times)
                 if "throughput" in parts:
                     rates = anyio.run(
                         throughputs, urls, args.clients, args.client_calls, args.rounds
