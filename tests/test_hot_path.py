@@ -19,7 +19,7 @@ from lingyi.log import VerificationLog, verify_log
 from lingyi.log.chain import canonical
 from lingyi.log.writer import _LINK
 from lingyi.models import Assertion, AssertionType, Evidence
-from lingyi.policy import load_policies
+from lingyi.policy import PolicySet, load_policies
 from lingyi.text._lang import ZH_STOP_CHARS, bigrams
 from tests.conftest import SHIPPED_POLICIES
 
@@ -156,3 +156,22 @@ def test_a_check_result_built_without_validation_equals_a_validated_one() -> Non
     assert _result_of(entry, Outcome("no", "not a bool")).passed is False  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         _result_of(entry, Outcome(None, "not a bool"))  # type: ignore[arg-type]
+
+
+def test_an_unregistered_check_still_fails_closed(policies: PolicySet) -> None:
+    """A check entry whose check is not registered (a plugin gone, say) is looked up once for
+    the cached plan, and still fails closed with its on_fail when it runs, call after call."""
+    from lingyi.models import OnFail, Stage
+    from lingyi.policy import CheckEntry
+
+    member = policies.members["lingzhi"].model_copy(deep=True)
+    ghost = CheckEntry(check="plugin.gone", stage=Stage.BOUNDARY, on_fail=OnFail.REJECT)
+    member.checks.append(ghost)
+    snapshot = policies.model_copy(update={"members": {**policies.members, "lingzhi": member}})
+    layer = ConstraintLayer(snapshot, MemoryCouncil())
+    fact = Assertion(member="lingzhi", type=AssertionType.FACT, content="庄子的逍遥游讲的是自由")
+    for _ in range(2):
+        result = layer.verify(fact, Ledger())
+        gone = [c for c in result.checks if c.code == "plugin.gone"]
+        assert [(c.passed, c.degraded) for c in gone] == [(False, True)]
+        assert result.decision == "rejected"

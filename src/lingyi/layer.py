@@ -315,7 +315,20 @@ def _with_mandatory(entries: list[CheckEntry]) -> list[CheckEntry]:
 
 
 def _step(entry: CheckEntry) -> Step:
-    return entry, REGISTRY[entry.check].func, entry.parsed
+    """The entry with its function and parameters, looked up once for the plan. A check that
+    is not registered (or whose parameters were never parsed) still fails closed when it runs,
+    with the error it raised before plans were cached."""
+    try:
+        return entry, REGISTRY[entry.check].func, entry.parsed
+    except (KeyError, AttributeError) as exc:
+        return entry, _raiser(exc), CheckParams()
+
+
+def _raiser(exc: Exception) -> CheckFunc:
+    def run(_ctx: CheckContext, _params: Any) -> Outcome:
+        raise exc
+
+    return run
 
 
 def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
