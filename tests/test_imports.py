@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,7 +59,7 @@ COMMANDS = [
     ["verify", "--member", "lingzhi", "--tool", "search_knowledge", "--args", '{"query":"失眠吃什么药"}'],
     ["replay", str(TRANSCRIPT)],
     ["stats", "--days", "7", "--json"],
-    ["report"],
+    ["report", "--out", "{tmp}"],
     ["log", "verify"],
     ["log", "tail", "-n", "3"],
     ["log", "query", "--decision", "rejected"],
@@ -66,11 +67,14 @@ COMMANDS = [
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:2]))
-def test_cli_commands_do_not_load_the_server_stack(config: str, args: list[str]) -> None:
+def test_cli_commands_do_not_load_the_server_stack(
+    config: str, args: list[str], tmp_path: Path
+) -> None:
     """verify (facts and tool calls, approved and rejected, zh and en), replay, stats, report
     and log run without importing the MCP SDK, Starlette, uvicorn, httpx, GitPython (no git
     tool is involved) or the judge's client."""
-    code, loaded = loaded_by("--config", config, *args)
+    out = str(tmp_path / "reports")
+    code, loaded = loaded_by("--config", config, *(a.replace("{tmp}", out) for a in args))
     assert code in (0, 1), args  # approved or rejected: the command itself ran
     assert sorted(loaded & {*SERVER_STACK, *ON_DEMAND}) == []
 
