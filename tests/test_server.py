@@ -157,7 +157,7 @@ def test_tools_carry_truthful_annotations_and_output_schemas(
     assert listed.annotations.read_only_hint is read_only
     assert listed.annotations.destructive_hint is destructive
     assert listed.output_schema and "properties" in listed.output_schema
-    assert "bench_search_knowledge" not in seen  # the unguarded twin is benchmark-only
+    assert "bench_search_knowledge" not in seen  # no unguarded twin: the baseline is its own
 
 
 # --- the published schemas: one per tool, from the policy ----------------------------------

@@ -8,10 +8,9 @@ every path, so no caller decides or writes the log itself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from lingyi.backends.kb import KnowledgeBase, open_kept
-from lingyi.backends.traces import TraceBackend
 from lingyi.checks._registry import Services
 from lingyi.config import Config
 from lingyi.council import CouncilRecord, FileCouncil
@@ -24,9 +23,14 @@ from lingyi.log.setup import open_log
 from lingyi.models import Assertion, Evidence, VerificationResult
 from lingyi.policy import PolicySet, PolicyStore, load_policies
 
+if TYPE_CHECKING:  # the trace client brings httpx: only a deployment with traces loads it
+    from lingyi.backends.traces import TraceBackend
+
 
 def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:
     """GET {url}/{id}: 2xx means the id exists, 404 means it does not; anything else raises."""
+    from lingyi.backends.traces import TraceBackend
+
     return TraceBackend.legacy(url, timeout_s).exists_one
 
 
@@ -34,6 +38,10 @@ def trace_backend(config: Config) -> TraceBackend | None:
     """The deployment's trace API: ``[traces] base_url``, else the older
     ``[evidence] trace_backend_url`` (GET {url}/{id}), else none."""
     traces, ev = config.raw.traces, config.raw.evidence
+    if not (traces.base_url or ev.trace_backend_url):
+        return None
+    from lingyi.backends.traces import TraceBackend
+
     if traces.base_url:
         return TraceBackend(
             traces.base_url,
@@ -154,6 +162,6 @@ class Guard:
         close_judge = getattr(self.layer.judge, "close", None)  # the judge's loop and client
         if callable(close_judge):
             close_judge()
-        traces = self.layer.services.traces
-        if isinstance(traces, TraceBackend):
-            traces.close()
+        close_traces = getattr(self.layer.services.traces, "close", None)  # its HTTP client
+        if callable(close_traces):
+            close_traces()

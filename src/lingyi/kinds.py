@@ -57,8 +57,18 @@ def kind_names() -> list[str]:
     return sorted(_KINDS)
 
 
+_builtin_loaded = False
+
+
 def _load_builtin() -> None:
-    """Import the modules whose import registers the built-in kinds (none missing is fatal)."""
+    """Import the modules whose import registers the built-in kinds (none missing is fatal).
+
+    Once per process: every verification asks for its kind, and looking for a module that is
+    not installed walks the import path each time (about a third of a millisecond).
+    """
+    global _builtin_loaded
+    if _builtin_loaded:
+        return
     import importlib
 
     for module in _BUILTIN:
@@ -67,6 +77,7 @@ def _load_builtin() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
+    _builtin_loaded = True
 
 
 # The packages of the built-in kinds; a kind that is not installed yet is simply absent.

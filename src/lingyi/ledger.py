@@ -26,12 +26,10 @@ import threading
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 from lingyi._ids import utc_now
 from lingyi.models import Evidence
@@ -67,13 +65,17 @@ def number_key(value: Decimal) -> str:
     return f"#{value.normalize():f}"
 
 
-class LedgerEntry(BaseModel):
+@dataclass(frozen=True, eq=False)
+class LedgerEntry:
+    """One tool result of a session. A plain record (no validation): the server builds one per
+    call from values it already checked (the evidence is typed, the arguments approved)."""
+
     session: str
     member: str
     tool: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    evidence: list[Evidence] = Field(default_factory=list)
-    ts: str = Field(default_factory=utc_now)
+    arguments: dict[str, Any] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    ts: str = field(default_factory=utc_now)
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,12 +104,21 @@ class Item:
     def text(self) -> str:
         return self.canon.text
 
-    def index_terms(self) -> set[str]:
-        """What the item can be found by: bigrams, words and number values."""
-        text = self.text
-        values = {number_key(v) for v in entities(text).values}
-        parts = words(text.replace("_", " "))  # dataset_v3_labels is found by "dataset" too
-        return bigrams(text) | words(text) | parts | values | {self.key}
+    def index_terms(self) -> frozenset[str]:
+        """What the item can be found by: bigrams, words and number values, and its id."""
+        return text_terms(self.text) | {self.key}
+
+
+@lru_cache(maxsize=4096)
+def text_terms(text: str) -> frozenset[str]:
+    """The index terms of an evidence text: bigrams, words and number values.
+
+    Cached: a busy session records the same knowledge-base hits again and again, and a
+    trimmed session re-indexes what it keeps.
+    """
+    values = {number_key(v) for v in entities(text).values}
+    parts = words(text.replace("_", " "))  # dataset_v3_labels is found by "dataset" too
+    return frozenset(bigrams(text) | words(text) | parts | values)
 
 
 class SessionLedger:
@@ -142,7 +153,10 @@ class SessionLedger:
                 self.urls.add(url)
                 self._by_url.setdefault(url, []).append(item)
             for term in item.index_terms():
-                postings.setdefault(term, deque(maxlen=POSTINGS)).appendleft(item)
+                # not setdefault: that builds a deque per term even when the term has one
+                if (posting := postings.get(term)) is None:
+                    posting = postings[term] = deque(maxlen=POSTINGS)
+                posting.appendleft(item)
 
     def has(self, evidence_id: str) -> bool:
         return self.get(evidence_id) is not None
@@ -256,13 +270,8 @@ class Ledger:
         arguments: dict[str, Any] | None = None,
         evidence: list[Evidence] | None = None,
     ) -> LedgerEntry:
-        entry = LedgerEntry(
-            session=session,
-            member=member,
-            tool=tool,
-            arguments=arguments or {},
-            evidence=evidence or [],
-        )
+        # copies: what the caller holds may change, what the session recorded may not
+        entry = LedgerEntry(session, member, tool, dict(arguments or {}), list(evidence or []))
         with self._lock:
             self._sessions.setdefault(session, SessionLedger()).add(entry)
             self._bound(session, entry)

@@ -24,16 +24,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 from urllib.parse import urlsplit
 
-import httpx
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
 from lingyi.paths import PathOutsideRoots, resolve_inside
+
+if TYPE_CHECKING:  # the HTTP client loads when an http source is first fetched
+    import httpx
 
 log = structlog.get_logger()
 
@@ -294,6 +296,8 @@ class DataRegistry:
 
     def _fetch(self, url: str) -> _Fetched:
         # httpx timeouts are per phase; the deadline also bounds a server that trickles bytes.
+        import httpx
+
         deadline = time.monotonic() + self._http_timeout
         try:
             with (

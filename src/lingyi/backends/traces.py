@@ -31,24 +31,13 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from lingyi.backends._trace_ids import trace_key
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
-
-TRACE_ID = re.compile(
-    r"[0-9a-f]{24,32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-)
 
 
 class TraceBackendError(BackendError):
     """The backend could not answer (timeout, connection, 5xx, a body that is not JSON)."""
-
-
-def trace_key(written: str) -> str | None:
-    """The one form trace ids are compared in, or None when ``written`` is not a trace id."""
-    text = written.strip().lower()
-    if not TRACE_ID.fullmatch(text):
-        return None
-    return text.replace("-", "").rjust(32, "0")
 
 
 def span_count(body: Any) -> int:

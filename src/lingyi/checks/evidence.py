@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from lingyi.backends.traces import trace_key
+from lingyi.backends._trace_ids import trace_key
 from lingyi.checks._asserted import masked
 from lingyi.checks._registry import (
     CheckContext,

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING
 
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
 from lingyi.errors import BackendError
 from lingyi.models import Fallback, ToolCall
 from lingyi.paths import PathOutsideRoots, resolve_inside
+
+if TYPE_CHECKING:  # GitPython loads with the git backend, when a git check first runs
+    import git
 
 
 class NoParams(CheckParams):

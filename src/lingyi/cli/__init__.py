@@ -7,6 +7,9 @@ Results go to stdout; diagnostics go to stderr (structlog included). With ``--js
 carries JSON for success and failure alike: ``{"ok": false, "errors": [...]}`` on an error.
 
 Shell completion is click's: ``lingyi completion bash`` prints the script to source.
+
+A command's module is imported only when that command runs (or help lists it): ``lingyi
+verify`` loads the layer and the log, never the MCP server stack (``_app.COMMANDS``).
 """
 
 from __future__ import annotations
@@ -17,19 +20,6 @@ from collections.abc import Sequence
 
 import click
 
-from lingyi.cli import (  # noqa: F401  (each module registers its commands on cli)
-    appeal,
-    completion,
-    config,
-    init,
-    log,
-    policy,
-    replay,
-    report,
-    serve,
-    stats,
-    verify,
-)
 from lingyi.cli._app import EXIT_BAD_INPUT, App, cli
 
 __all__ = ["cli", "main"]

@@ -11,6 +11,7 @@ stderr, exit code 2, and with ``--json`` the same problems as JSON on stdout.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import sys
@@ -214,7 +215,37 @@ def input_error(what: str, exc: ValidationError | json.JSONDecodeError, model: A
     return LingyiError("; ".join(f"{what}: {p.key}: {p.message}" for p in found))
 
 
-cli = Group(
+# Each command's module, imported when the command is asked for: a command starts with only
+# what it needs (``verify`` never loads the MCP SDK, ``log`` never the constraint layer).
+COMMANDS = {
+    "appeal": "appeal",
+    "completion": "completion",
+    "config": "config",
+    "demo": "serve",
+    "init": "init",
+    "log": "log",
+    "policy": "policy",
+    "replay": "replay",
+    "report": "report",
+    "serve": "serve",
+    "stats": "stats",
+    "verify": "verify",
+}
+
+
+class LazyGroup(Group):
+    """The top group: a command's module registers it on first use (``COMMANDS``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(f"lingyi.cli.{COMMANDS[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
+
+
+cli = LazyGroup(
     name="lingyi",
     top=True,
     help="LingYi Guard: verify before you assert.\n\nEvery fact, report of what another council "

@@ -7,8 +7,6 @@ unless the config or ``--host`` says otherwise.
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from lingyi.cli._app import EXIT_OK, App, cli, entry
@@ -18,14 +16,8 @@ from lingyi.cli._app import EXIT_OK, App, cli, entry
 @click.option("--http", "http", is_flag=True, help="Serve Streamable HTTP instead of stdio.")
 @click.option("--host", help="HTTP bind address (default: config server.host, 127.0.0.1).")
 @click.option("--port", type=int, help="HTTP port (default: config server.port, 8765).")
-@click.option(
-    "--bench",
-    is_flag=True,
-    default=lambda: os.environ.get("LINGYI_BENCH") == "1",
-    hidden=True,  # adds an unguarded twin tool for benchmarks/bench_server.py
-)
 @entry
-def serve(app: App, http: bool, host: str | None, port: int | None, bench: bool) -> int:
+def serve(app: App, http: bool, host: str | None, port: int | None) -> int:
     """Serve the guarded tools over MCP.
 
     stdio: stdout is protocol only, logs go to stderr. --http: Streamable HTTP at
@@ -35,12 +27,10 @@ def serve(app: App, http: bool, host: str | None, port: int | None, bench: bool)
 
     config = app.config()
     if not http:
-        server.serve_stdio(config, bench=bench or None)
+        server.serve_stdio(config)
         return EXIT_OK
     bind = host or config.raw.server.host
-    server.serve_http(
-        config, bind, config.raw.server.port if port is None else port, bench=bench or None
-    )
+    server.serve_http(config, bind, config.raw.server.port if port is None else port)
     return EXIT_OK
 
 

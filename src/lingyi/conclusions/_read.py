@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from lingyi.backends.traces import trace_key
+from lingyi.backends._trace_ids import trace_key
 from lingyi.ledger import evidence_key
 from lingyi.text import canonical_text
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from lingyi.backends.traces import trace_key
+from lingyi.backends._trace_ids import trace_key
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, Regex, fail, ok, register
 from lingyi.checks.evidence import held, unconfirmed
 from lingyi.conclusions._read import (

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,13 @@ from lingyi.log.records import SCHEMA_VERSION, RecordModel
 from lingyi.redact import redact_record
 
 _TAIL_BLOCK = 64 * 1024
+# The chain link (prev, seq, key_id) is known only under the lock, after the record was
+# serialised: the text holds these placeholders, replaced by the link's values. Private-use
+# characters and a random nonce per process: no content can spell them, no secret format or
+# hint matches them (the redaction's hint pass reads the same text).
+_NONCE = "".join(chr(0xE000 + b) for b in secrets.token_bytes(12))
+_LINK = {name: f"\ue000{_NONCE}{name}" for name in ("prev", "seq", "key_id")}
+_LINKED = {name: f'"{name}":' + json.dumps(p, ensure_ascii=False) for name, p in _LINK.items()}
 
 
 @dataclass(frozen=True)
@@ -168,17 +176,23 @@ class VerificationLog:
         """
         data = record.to_log() if isinstance(record, RecordModel) else dict(record)
         keys = self.options.keys
-        redact_record(data, key=keys.current.marker_key if keys else None)  # before any cut
-        data = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now(), **data}
+        envelope = {"v": SCHEMA_VERSION, "id": new_id(), "ts": utc_now()}
+        link = {k: p for k, p in _LINK.items() if k != "key_id" or keys is not None}
+        # Serialised once: the redaction's hint pass reads the text the chain hashes (only the
+        # record's own fields are walked, never the envelope), and the link is filled in.
+        body: str | None = canonical({**envelope, **data, **link})
+        if redact_record(data, body=body, key=keys.current.marker_key if keys else None):
+            body = None  # a secret was replaced: serialised again (before any cut)
+        data = {**envelope, **data}
         try:
             with self._mutex:
-                self._write_locked(data)
+                self._write_locked(data, body)
         except OSError as exc:
             self._known_end = -1  # the file may not be what we think: read its tail again
             raise LogError(f"cannot write the verification log {self.path}: {exc}") from exc
         return data
 
-    def _write_locked(self, record: dict[str, Any]) -> None:
+    def _write_locked(self, record: dict[str, Any], body: str | None = None) -> None:
         size = os.fstat(self._fd).st_size
         prefix = b""
         if size != self._known_end:  # another writer appended, or first write
@@ -186,7 +200,7 @@ class VerificationLog:
             prefix = b"" if self._tail.newline else b"\n"  # isolate a torn line
         tail = self._tail
         lines = [self._rotation(tail)] if self._must_rotate(tail) else []
-        lines.append(self._chain(record, tail))
+        lines.append(self._chain(record, tail, body))
         data = prefix + b"".join(lines)
         append_line(self._fd, data, size, fsync=self.options.fsync)
         self._anchor(size, tail)
@@ -224,14 +238,17 @@ class VerificationLog:
         record |= {"from": tail.key_id, "to": keys.current.key_id}
         return self._chain(record, tail)
 
-    def _chain(self, record: dict[str, Any], tail: _Tail) -> bytes:
-        """Link ``record`` to ``tail``, hash (or MAC) it, and move ``tail`` on to it."""
+    def _chain(self, record: dict[str, Any], tail: _Tail, text: str | None = None) -> bytes:
+        """Link ``record`` to ``tail``, hash (or MAC) it, and move ``tail`` on to it.
+
+        ``text``: the record's canonical JSON already made, with :data:`_LINK` placeholders.
+        """
         keys, limit = self.options.keys, self.options.max_field_bytes
-        record["prev"] = tail.hash
-        record["seq"] = (tail.seq or 0) + 1
+        link: dict[str, Any] = {"prev": tail.hash, "seq": (tail.seq or 0) + 1}
         if keys is not None:
-            record["key_id"] = keys.current.key_id
-        body = canonical(record).encode()
+            link["key_id"] = keys.current.key_id
+        record.update(link)
+        body = (_linked(text, link) if text is not None else canonical(record)).encode()
         if limit and len(body) > limit:  # no field can be over the limit if all fit in it
             record.update(limit_record(record, limit))
             body = canonical(record).encode()
@@ -239,3 +256,10 @@ class VerificationLog:
         record["hash"] = digest
         tail.hash, tail.seq, tail.key_id = digest, record["seq"], record.get("key_id")
         return body[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
+
+
+def _linked(text: str, link: dict[str, Any]) -> str:
+    """The canonical text with each placeholder of :data:`_LINK` replaced by its value."""
+    for name, value in link.items():
+        text = text.replace(_LINKED[name], f'"{name}":' + json.dumps(value, ensure_ascii=False), 1)
+    return text

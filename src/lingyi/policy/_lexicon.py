@@ -18,10 +18,11 @@ any script or width.
 from __future__ import annotations
 
 import tomllib
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lingyi.errors import PolicyError
 from lingyi.text import TermMatcher, canonical_text
@@ -48,13 +49,12 @@ class Lexicon(BaseModel):
     path: str
     description: str = ""
     groups: dict[str, tuple[str, ...]]
-    _matcher: TermMatcher | None = PrivateAttr(None)
 
-    @property
+    @cached_property
     def matcher(self) -> TermMatcher:
-        if self._matcher is None:
-            self._matcher = TermMatcher(self.groups)
-        return self._matcher
+        """The automaton over every term, built on first use; a plain attribute afterwards
+        (checks read it on every call, and a private attribute is a slow lookup)."""
+        return TermMatcher(self.groups)
 
     def terms(self, group: str) -> tuple[str, ...]:
         """A group's terms in canonical form (empty when the file has no such group)."""

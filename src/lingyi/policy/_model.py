@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -109,9 +110,12 @@ class MemberPolicy(BaseModel):
     # The member's own judge rules first, then the shared ones (see lingyi.judge for the order).
     judge: list[JudgeRule] = Field(default_factory=list)
 
-    @property
+    @cached_property
     def names(self) -> list[str]:
-        """Every way text may refer to this member (id, display name, aliases)."""
+        """Every way text may refer to this member (id, display name, aliases).
+
+        Computed once: checks ask for it on every call, and a loaded policy never changes
+        (a reload builds new policy objects)."""
         return list(dict.fromkeys([self.id, self.name, *self.aliases]))
 
 
@@ -121,15 +125,13 @@ class PolicySet(BaseModel):
     version: str
     lexicons: dict[str, Lexicon] = Field(default_factory=dict)  # by the reference checks use
     shared: dict[str, str] = Field(default_factory=dict)  # shared check name → its _*.toml file
-    _names: tuple[str, ...] | None = PrivateAttr(None)
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         """Every name of every member (ids, display names, aliases): canonical text re-joins
-        them when a model splits them (灵 通, Ling-Flow)."""
-        if self._names is None:
-            self._names = tuple(dict.fromkeys(n for m in self.members.values() for n in m.names))
-        return self._names
+        them when a model splits them (灵 通, Ling-Flow). Computed once per loaded set (a
+        plain attribute afterwards: a private attribute is a slow lookup on every call)."""
+        return tuple(dict.fromkeys(n for m in self.members.values() for n in m.names))
 
     def lexicon(self, ref: str) -> Lexicon:
         found = self.lexicons.get(ref)

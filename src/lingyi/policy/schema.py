@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-
 from lingyi.policy._model import ArgSpec, ToolSpec
 
 if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
+
     from lingyi.policy._model import PolicySet
 
 VERSION_PATTERN = r"^v\d+\.\d+(?:\.\d+)?$"
@@ -122,6 +122,8 @@ def tool_schema(
     """The schema of ``member``'s ``tool`` and its compiled validator, built once per policy version."""
     key = (policies.version, member, tool, registries)
     if (found := _CACHE.get(key)) is None:
+        from jsonschema import Draft202012Validator  # loaded when a tool call is first checked
+
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
         schema = input_schema(policies.members[member].tools[tool], registries)

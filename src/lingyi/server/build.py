@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -14,8 +13,6 @@ from lingyi.server.auth import StaticTokens, auth_settings
 from lingyi.server.notifications import offer_logging
 from lingyi.server.resources import add_resources
 from lingyi.server.tools import GUARD_NOTE, ToolTable, check_tools
-
-BENCH_ENV = "LINGYI_BENCH"
 
 
 class GuardServer(MCPServer[ConnectionScope]):
@@ -30,14 +27,11 @@ class GuardServer(MCPServer[ConnectionScope]):
         return await super().list_tools()
 
 
-def build_server(
-    app: GuardApp, *, bench: bool | None = None, tokens: StaticTokens | None = None
-) -> GuardServer:
+def build_server(app: GuardApp, *, tokens: StaticTokens | None = None) -> GuardServer:
     """The MCP server over ``app``; refuses when the policies and the served tools differ."""
     check_tools(app.policies)
-    with_bench = bench if bench is not None else os.environ.get(BENCH_ENV) == "1"
     server = GuardServer(
-        ToolTable(app, bench=with_bench),
+        ToolTable(app),
         name="lingyi-guard",
         version=__version__,
         instructions="Verify before you assert. " + GUARD_NOTE,

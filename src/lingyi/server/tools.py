@@ -30,7 +30,6 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
-from lingyi import messages
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import ConfigError, LingyiError, LogError
 from lingyi.kinds import kind_of
@@ -43,18 +42,16 @@ from lingyi.policy import (
     arg_problems,
     input_schema,
 )
-from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
-from lingyi.server.executors import IMPLEMENTATIONS, Implementation, search
+from lingyi.server.app import Caller, Ctx, Executor, GuardApp, caller_of
+from lingyi.server.executors import IMPLEMENTATIONS, Implementation
 from lingyi.server.notifications import notify
 from lingyi.server.wire import (
     Guarded,
     PostedMessage,
     Reply,
-    SearchHits,
     Verdict,
     log_failure,
     refusal,
-    success,
 )
 
 log = structlog.get_logger()
@@ -121,12 +118,12 @@ def _refused_arguments(
 class ToolTable:
     """The served tools, built from the current policies and refreshed when they change."""
 
-    def __init__(self, app: GuardApp, *, bench: bool = False) -> None:
+    def __init__(self, app: GuardApp) -> None:
         self.app = app
         self._version = ""
         self._tools: dict[str, Tool] = {}
         self._validators: dict[tuple[str, str], Draft202012Validator] = {}
-        self._build(bench)
+        self._build()
 
     @property
     def registries(self) -> Registries:
@@ -135,7 +132,7 @@ class ToolTable:
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
 
-    def _build(self, bench: bool) -> None:
+    def _build(self) -> None:
         policies = self.app.policies
         for name, impl in IMPLEMENTATIONS.items():
             owner = policies.tool_owner(name)
@@ -144,8 +141,6 @@ class ToolTable:
         for name, spec in own_tools(policies).items():
             bind, output = _OWN[name]
             self._tools[name] = self._tool(name, spec, bind(self), output, own=True)
-        if bench:
-            self._tools["bench_search_knowledge"] = _bench_tool(self)
         self._version = policies.version
 
     def _tool(
@@ -354,27 +349,6 @@ def _json_text(data: Mapping[str, Any]) -> list[TextContent]:
 
 def _error(data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=_json_text(data), structured_content=data, is_error=True)
-
-
-def _bench_tool(table: ToolTable) -> Tool:
-    """Benchmark only: the same knowledge-base search with no guard, no ledger, no log."""
-
-    async def call(ctx: Ctx, arguments: dict[str, Any]) -> CallToolResult:
-        app = table.app
-        owner = app.policies.tool_owner("search_knowledge")
-        if owner is None:
-            return _error({"error": "no policy owns search_knowledge"})
-        hits, _ = await app.in_thread(search, Run(app, owner, arguments))
-        unguarded = messages.text(app.config.language, "server.unguarded")
-        verdict = Verdict(
-            verification_id=None, member="-", decision="approved", codes=[], reason=unguarded
-        )
-        return success(Guarded(verdict=verdict, result=hits)).result
-
-    owner = table.app.policies.tool_owner("search_knowledge")
-    spec = owner.tools["search_knowledge"] if owner else ToolSpec()
-    bench = spec.model_copy(update={"title": "bench: unguarded search", "read_only": True})
-    return table._tool("bench_search_knowledge", bench, call, Guarded[SearchHits], own=True)
 
 
 # --- served tools and policy tools must match --------------------------------------------

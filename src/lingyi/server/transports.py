@@ -48,23 +48,23 @@ async def _serve_stdio(app: GuardApp, server: GuardServer) -> None:
         tg.cancel_scope.cancel()
 
 
-def serve_stdio(config: Config, *, bench: bool | None = None) -> None:
+def serve_stdio(config: Config) -> None:
     """Serve one client over stdio until it leaves or a signal arrives."""
     app = GuardApp(config)
     try:
-        anyio.run(_serve_stdio, app, build_server(app, bench=bench))
+        anyio.run(_serve_stdio, app, build_server(app))
     finally:
         app.close()
 
 
-def http_app(app: GuardApp, host: str, port: int, *, bench: bool | None = None) -> Starlette:
+def http_app(app: GuardApp, host: str, port: int) -> Starlette:
     """The Starlette app for Streamable HTTP (tokens and Host/Origin checks applied)."""
     tokens = StaticTokens(app.config.raw.server.tokens)
     if not is_loopback(host) and not tokens:
         raise ConfigError(
             f"refusing to serve HTTP on {host}: not loopback and no [[server.tokens]] with a value"
         )
-    server = build_server(app, bench=bench, tokens=tokens or None)
+    server = build_server(app, tokens=tokens or None)
     security = transport_security(app.config, host, port)
     asgi = server.streamable_http_app(
         host=host,
@@ -89,13 +89,13 @@ def start_banner(config: Config, host: str, port: int) -> str:
     )
 
 
-def serve_http(config: Config, host: str, port: int, *, bench: bool | None = None) -> None:
+def serve_http(config: Config, host: str, port: int) -> None:
     """Serve Streamable HTTP at http://host:port/mcp; uvicorn stops cleanly on SIGTERM/SIGINT."""
     import uvicorn
 
     app = GuardApp(config)
     try:
-        asgi = http_app(app, host, port, bench=bench)
+        asgi = http_app(app, host, port)
         sys.stderr.write(start_banner(config, host, port))
         sys.stderr.flush()
         settings = uvicorn.Config(

@@ -95,9 +95,18 @@ def lang_of(text: str) -> str:
 def bigrams(text: str) -> set[str]:
     """CJK character bigrams, without filler words and function-character-only pairs."""
     out: set[str] = set()
+    stop = ZH_STOP_CHARS
     for run in _CJK_RUN.findall(ZH_FILLER.sub(" ", text)):
-        grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-        out.update(g for g in grams if not all(c in ZH_STOP_CHARS for c in g))
+        if len(run) == 1:
+            if run not in stop:
+                out.add(run)
+            continue
+        # a pair is dropped only when both of its characters are function characters
+        out.update(
+            run[i : i + 2]
+            for i in range(len(run) - 1)
+            if run[i] not in stop or run[i + 1] not in stop
+        )
     return out
 
 

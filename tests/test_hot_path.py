@@ -1,0 +1,177 @@
+"""What the hot path's shortcuts must not change: the log's bytes, the ledger's terms, the
+checks a member runs after a reload. Timings are in ``benchmarks/``, never asserted here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lingyi.council import MemoryCouncil
+from lingyi.layer import ConstraintLayer
+from lingyi.ledger import Ledger, text_terms
+from lingyi.log import VerificationLog, verify_log
+from lingyi.log.chain import canonical
+from lingyi.log.writer import _LINK
+from lingyi.models import Assertion, AssertionType, Evidence
+from lingyi.policy import PolicySet, load_policies
+from lingyi.text._lang import ZH_STOP_CHARS, bigrams
+from tests.conftest import SHIPPED_POLICIES
+
+# What a model could send: private-use characters, but not this process's random nonce.
+FAKE = {name: "\ue000" + "\ue001" * 12 + name for name in _LINK}
+RECORDS = [
+    {"kind": "verification", "content": "灵通说v0.16审计已经完成", "checks": []},
+    {"kind": "verification", "content": "The KB has an article on qigong", "n": 1.5},
+    # nested keys named like the chain link, and look-alikes of its placeholders as content
+    {"kind": "verification", "fallback": {"prev": "x", "seq": 3, "key_id": None}},
+    {"kind": "verification", "content": FAKE["prev"], "payload": {"seq": FAKE["seq"]}},
+    # a secret: redacted, then serialised again
+    {"kind": "verification", "content": "password=hunter2-very-secret", "l": [True, None]},
+    {"kind": "verification", "content": 'line\u2028break "quoted" é \\ back'},
+]
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_a_record_serialised_once_is_the_chains_canonical_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keyed: bool
+) -> None:
+    """Every line is exactly canonical(record) with the hash appended, and the chain verifies,
+    for plain and keyed logs, Chinese and English content, nested prev/seq keys, the
+    placeholders themselves as content, and a record whose secret was redacted."""
+    path = tmp_path / "log.jsonl"
+    options = None
+    if keyed:
+        from lingyi.log.keys import KeyRing
+        from lingyi.log.writer import LogOptions
+
+        secret = "0123456789abcdef0123456789abcdef"
+        options = LogOptions(keys=KeyRing.from_text(secret, "test", "test"))
+    with VerificationLog(path, options) as log:
+        written = [log.append(dict(r)) for r in RECORDS]
+    lines = path.read_bytes().split(b"\n")[:-1]
+    assert len(lines) == len(RECORDS) + keyed  # a keyed log starts with its key rotation
+    for line, record in zip(lines[keyed:], written, strict=True):
+        parsed = json.loads(line)
+        assert parsed == record
+        digest = parsed.pop("hash")
+        assert line == canonical(parsed).encode()[:-1] + f',"hash":"{digest}"}}'.encode()
+        if not keyed:
+            assert hashlib.sha256(canonical(parsed).encode()).hexdigest() == digest
+    assert "hunter2-very-secret" not in path.read_text(encoding="utf-8")
+    assert FAKE["prev"] in path.read_text(encoding="utf-8")  # content kept as it was
+    assert verify_log(path, keys=options.keys if options else None).ok
+
+
+def _old_bigrams(text: str) -> set[str]:
+    """The definition the faster bigrams() must keep (the code before issue 10)."""
+    from lingyi.text._lang import _CJK_RUN, ZH_FILLER
+
+    out: set[str] = set()
+    for run in _CJK_RUN.findall(ZH_FILLER.sub(" ", text)):
+        grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+        out.update(g for g in grams if not all(c in ZH_STOP_CHARS for c in g))
+    return out
+
+
+def test_bigrams_are_those_of_the_definition() -> None:
+    """Random texts of function characters, content characters, fillers and Latin letters:
+    the same bigrams as the plain definition (pairs of two function characters dropped)."""
+    rng = random.Random(10)
+    alphabet = "的了是在有和气功庄子逍遥游已经目前 ab,。我们"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(500)]
+    texts += ["的", "气", "的了", "已经完成", "灵通说v0.16审计已经完成"]
+    for text in texts:
+        assert bigrams(text) == _old_bigrams(text), text
+
+
+def test_ledger_terms_are_cached_but_found_the_same() -> None:
+    """An evidence text's terms are computed once, and a session finds the item by them,
+    also after its older half was trimmed away and the rest re-indexed."""
+    from lingyi.ledger import LedgerLimits
+
+    ledger = Ledger(LedgerLimits(max_entries=4))
+    hit = Evidence(id="kb:qg-1", title="气功源流", snippet="Qigong history, 1,200 years")
+    for i in range(9):
+        ledger.record("s", "lingzhi", "search_knowledge", {"query": "气功"}, [hit] if i else [])
+    terms = text_terms("气功源流 qigong history, 1,200 years")
+    assert {"气功", "qigong", "history"} <= terms
+    found = ledger.session("s").related(["气功", "qigong"], ["search_knowledge"])
+    assert {item.evidence.id for item in found} == {"kb:qg-1"}
+    assert 1 <= len(found) <= 4  # no more than the trimmed session holds
+
+
+def test_each_policy_snapshot_runs_its_own_checks(tmp_path: Path) -> None:
+    """The layer works out a member's checks once per policy snapshot: one snapshot whose
+    member disables a shared check and one whose member does not, verified by the same
+    layer in turn, each run exactly their own checks (a reload's new snapshot too)."""
+    shutil.copytree(SHIPPED_POLICIES, tmp_path / "off")
+    policy = tmp_path / "off" / "lingzhi.toml"
+    text = policy.read_text(encoding="utf-8")
+    policy.write_text(text.replace('disable = ["', 'disable = ["inference.labelled", "', 1))
+    shipped, off = load_policies(SHIPPED_POLICIES), load_policies(tmp_path / "off")
+    layer = ConstraintLayer(shipped, MemoryCouncil())
+    facts = [
+        Assertion(member="lingzhi", type=AssertionType.FACT, content="庄子的逍遥游讲的是自由"),
+        Assertion(member="LingZhi", type=AssertionType.FACT, content="Zhuangzi wrote of freedom"),
+    ]
+    for fact in facts * 2:  # twice: the second round reads the cached plans
+        with_check = {c.code for c in layer.verify(fact, Ledger()).checks}
+        without = {c.code for c in layer.verify(fact, Ledger(), policies=off).checks}
+        assert with_check - without == {"inference.labelled"}
+        assert without < with_check
+
+
+def test_a_check_result_built_without_validation_equals_a_validated_one() -> None:
+    """Each check's result is built from its typed outcome without validation: equal to the
+    validated model field by field and in its JSON, with a fallback and found evidence too;
+    an outcome that is not as typed is validated as before (a plugin's bad value)."""
+    from pydantic import ValidationError
+
+    from lingyi.checks import Outcome
+    from lingyi.layer import _result_of
+    from lingyi.models import Fallback, OnFail, Stage, ToolCall
+    from lingyi.policy import CheckEntry
+
+    entry = CheckEntry(check="domain.scope", stage=Stage.BOUNDARY, on_fail=OnFail.FALLBACK)
+    call = ToolCall(name="search_knowledge", arguments={"query": "气功", "domains": ["气"]})
+    outcomes = [
+        Outcome(True, "在范围内", detail={"domains": {"气": ["气功"]}}),
+        Outcome(False, "out of scope", "ask lingyi", Fallback(kind="restrict_domains", tool_call=call)),
+        Outcome(True, "found", found=(Evidence(id="kb:qg-1", title="气功源流"),), degraded=True),
+        Outcome(False, "unsure", uncertain=True),
+    ]  # fmt: skip
+    for outcome in outcomes:
+        made = _result_of(entry, outcome)
+        validated = type(made).model_validate(made.model_dump())
+        assert made == validated
+        assert made.model_dump_json() == validated.model_dump_json()
+        assert made.blocking is validated.blocking
+    # not as typed: validated, as before (coerced where pydantic coerces, refused otherwise)
+    assert _result_of(entry, Outcome("no", "not a bool")).passed is False  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        _result_of(entry, Outcome(None, "not a bool"))  # type: ignore[arg-type]
+
+
+def test_an_unregistered_check_still_fails_closed(policies: PolicySet) -> None:
+    """A check entry whose check is not registered (a plugin gone, say) is looked up once for
+    the cached plan, and still fails closed with its on_fail when it runs, call after call."""
+    from lingyi.models import OnFail, Stage
+    from lingyi.policy import CheckEntry
+
+    member = policies.members["lingzhi"].model_copy(deep=True)
+    ghost = CheckEntry(check="plugin.gone", stage=Stage.BOUNDARY, on_fail=OnFail.REJECT)
+    member.checks.append(ghost)
+    snapshot = policies.model_copy(update={"members": {**policies.members, "lingzhi": member}})
+    layer = ConstraintLayer(snapshot, MemoryCouncil())
+    fact = Assertion(member="lingzhi", type=AssertionType.FACT, content="庄子的逍遥游讲的是自由")
+    for _ in range(2):
+        result = layer.verify(fact, Ledger())
+        gone = [c for c in result.checks if c.code == "plugin.gone"]
+        assert [(c.passed, c.degraded) for c in gone] == [(False, True)]
+        assert result.decision == "rejected"

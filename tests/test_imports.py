@@ -1,0 +1,106 @@
+"""What each command loads: the CLI's own commands never load the MCP server stack.
+
+``lingyi verify``, ``replay`` and the review commands (``stats``, ``report``, ``log``) start in
+a fresh interpreter whose modules are inspected after the command ran: the MCP SDK, Starlette,
+uvicorn and the HTTP clients (needed by ``serve`` and by an HTTP data source or trace backend
+only) must not be among them. This pins behaviour (what is imported), not timing; start-up
+times are in ``benchmarks/bench_start.py`` and BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.test_server import deploy
+
+# Top-level packages of the server stack and the HTTP clients.
+SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "uvicorn", "httpx", "httpx2")
+# Loaded only by what needs them: the git backend, the judge.
+ON_DEMAND = ("git", "anthropic")
+TRANSCRIPT = ROOT / "examples" / "eval" / "eval-boundary.jsonl"  # no git tool: no GitPython
+
+PROBE = """
+import json, sys
+from lingyi.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
+
+
+def loaded_by(*args: str) -> tuple[int, set[str]]:
+    """Run ``lingyi ARGS`` in a fresh interpreter: its exit code and top-level modules."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120
+    )
+    last = done.stdout.strip().splitlines()[-1]
+    report = json.loads(last)
+    return report["code"], set(report["loaded"])
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A deployment whose log holds a few records, for the review commands to read."""
+    dep = deploy(tmp_path_factory.mktemp("imports") / "deploy")
+    code, _ = loaded_by("--config", str(dep.config_path), "replay", str(TRANSCRIPT))
+    assert code == 0
+    return str(dep.config_path)
+
+
+COMMANDS = [
+    ["verify", "--member", "lingzhi", "--type", "fact", "--content", "庄子的逍遥游讲的是自由"],
+    ["verify", "--member", "lingzhi", "--content", "The KB has an article on qigong"],
+    ["verify", "--member", "lingzhi", "--tool", "search_knowledge", "--args", '{"query":"气功"}'],
+    ["verify", "--member", "lingzhi", "--tool", "search_knowledge", "--args", '{"query":"失眠吃什么药"}'],
+    ["replay", str(TRANSCRIPT)],
+    ["stats", "--days", "7", "--json"],
+    ["report", "--out", "{tmp}"],
+    ["log", "verify"],
+    ["log", "tail", "-n", "3"],
+    ["log", "query", "--decision", "rejected"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_cli_commands_do_not_load_the_server_stack(
+    config: str, args: list[str], tmp_path: Path
+) -> None:
+    """verify (facts and tool calls, approved and rejected, zh and en), replay, stats, report
+    and log run without importing the MCP SDK, Starlette, uvicorn, httpx, GitPython (no git
+    tool is involved) or the judge's client."""
+    out = str(tmp_path / "reports")
+    code, loaded = loaded_by("--config", config, *(a.replace("{tmp}", out) for a in args))
+    assert code in (0, 1), args  # approved or rejected: the command itself ran
+    assert sorted(loaded & {*SERVER_STACK, *ON_DEMAND}) == []
+
+
+def test_serve_loads_the_server_stack_only_when_asked(config: str) -> None:
+    """The other side: the probe does see the stack when a command needs it (``lingyi serve
+    --help`` imports nothing of it; importing the server package does)."""
+    code, loaded = loaded_by("--config", config, "serve", "--help")
+    assert code == 0
+    assert "mcp" not in loaded
+    probe = "import sys, lingyi.server; print('mcp' in sys.modules and 'starlette' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.strip() == "True"
+
+
+def test_every_command_is_listed_and_runs_lazily() -> None:
+    """The lazy command table lists every command in help, each reachable by its name."""
+    from lingyi.cli._app import COMMANDS as TABLE
+    from lingyi.cli._app import cli
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "lingyi", "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    for name in TABLE:
+        assert f"  {name} " in listed
+    import click
+
+    ctx = click.Context(cli)
+    assert all(cli.get_command(ctx, name) is not None for name in TABLE)
