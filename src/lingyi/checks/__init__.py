@@ -51,6 +51,7 @@ _loaded_plugins: set[str] = set()
 
 def load_builtin_checks() -> None:
     """Import the modules whose ``@register`` calls fill the registry, then plugins."""
+    from lingyi.answers import checks as _answers  # noqa: F401  (the answer kind's checks)
     from lingyi.checks import (  # noqa: F401
         boundary,
         communication,
