@@ -185,6 +185,10 @@ class EvidenceSection(_Strict):
         description="Trace backend: GET {url}/{id} answers 2xx when a trace id exists, 404 when not (empty: none).",
     )
     trace_timeout_s: float = Field(1.0, description="Timeout of one trace lookup, in seconds.")
+    kb_url_base: str = Field(
+        "https://kb.lingyi.local/",
+        description="Base of the stable URL each knowledge-base result carries (base + the document id without `kb:`), which answers cite; empty: results carry no URL.",
+    )
 
 
 class TokenEntry(_Strict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -53,6 +54,18 @@ TYPES = ("fact", "action", "communication")
     help="A transcript whose tool_result and council_message events fill the ledger and council.",
 )
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read the assertion as JSON from stdin.")
+@click.option(
+    "--answer",
+    "answer_file",
+    metavar="FILE|-",
+    help="Verify a Markdown answer (FILE, or - for stdin) to --question, as verify_answer does.",
+)
+@click.option("--question", help="With --answer: the question it answers.")
+@click.option(
+    "--intent",
+    type=click.Choice(["general", "catalog"]),
+    help="With --answer: general (default) or catalog; the question itself may make it catalog.",
+)
 @json_option
 @entry
 def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
@@ -67,7 +80,7 @@ def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
         config,
         source="cli",
         council=MemoryCouncil() if context else None,
-        lookups={"knowledge_base": kb_lookup(kb)},
+        lookups={"knowledge_base": kb_lookup(kb, url_base=config.raw.evidence.kb_url_base)},
     )
     try:
         result = guard.check(assertion_from(**given), _ledger(app, guard, context))
@@ -109,6 +122,9 @@ def _from_json(text: str) -> Assertion:
 def assertion_from(
     *,
     from_stdin: bool,
+    answer_file: str | None = None,
+    question: str | None = None,
+    intent: str | None = None,
     member: str | None,
     kind: str | None,
     content: str | None,
@@ -117,7 +133,9 @@ def assertion_from(
     evidence_ids: tuple[str, ...],
     session: str,
 ) -> Assertion:
-    """The assertion: JSON from stdin, or built from the flags."""
+    """The assertion: JSON from stdin, an answer from a file, or built from the flags."""
+    if answer_file is not None:
+        return _answer(answer_file, member, question, intent, session)
     if from_stdin:
         return _from_json(sys.stdin.read())
     if not member or (not content and not tool):
@@ -133,6 +151,25 @@ def assertion_from(
             "session": session,
         }
     )
+
+
+def _answer(
+    path: str, member: str | None, question: str | None, intent: str | None, session: str
+) -> Assertion:
+    """An answer to verify (lingyi.answers): its Markdown from ``path`` (``-``: stdin)."""
+    from lingyi.answers import ANSWER
+
+    if not member or question is None:
+        raise LingyiError("--answer needs --member and --question")
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LingyiError(f"{path}: cannot read the answer: {exc}") from exc
+    given = {"member": member, "question": question, "answer": text, "session": session}
+    try:
+        return ANSWER.assertion({**given, "intent": intent or "general"})
+    except ValueError as exc:
+        raise LingyiError(f"{path}: {exc}") from exc
 
 
 def _arguments(text: str | None) -> dict[str, Any]:
@@ -165,7 +202,23 @@ def human(app: App, result: VerificationResult) -> str:
     for c in result.checks:
         mark = _mark(app, c.passed, c.on_fail == "warn")
         lines.append(f"  {mark} {c.stage.value:<17} {c.code:<28} {c.reason}")
+    if "gate" in result.outputs:  # an answer: the source gate and what may be shown
+        lines += _gate_lines(result.outputs)
     return "\n".join(lines)
+
+
+def _gate_lines(outputs: dict[str, Any]) -> list[str]:
+    shown = ", ".join(f"{s['title']} <{s['url']}>" for s in outputs["sources"]) or "-"
+    gate = outputs["gate"]
+    lines = [
+        f"  source gate: {gate}"
+        + (f" (closed: {', '.join(outputs['gates_closed'])})" if gate != "open" else ""),
+        f"  sources shown: {shown}",
+        f"  attempt {outputs['attempt']} of {outputs['max_attempts']} · critic: {outputs['critic']}",
+    ]
+    if outputs.get("fallback_answer"):
+        lines.append(f"  degraded answer: {outputs['fallback_answer']}")
+    return lines
 
 
 def _mark(app: App, passed: bool, warn: bool) -> str:

@@ -33,7 +33,7 @@ from pydantic import ConfigDict
 from lingyi import messages
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import ConfigError, LingyiError, LogError
-from lingyi.models import Assertion, AssertionType, ToolCall
+from lingyi.models import Assertion, AssertionType, Decision, ToolCall
 from lingyi.policy import (
     ArgProblem,
     PolicySet,
@@ -46,6 +46,7 @@ from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
 from lingyi.server.executors import IMPLEMENTATIONS, Implementation, search
 from lingyi.server.notifications import notify
 from lingyi.server.wire import (
+    AnswerOutputs,
     Guarded,
     PostedMessage,
     Reply,
@@ -54,6 +55,7 @@ from lingyi.server.wire import (
     log_failure,
     refusal,
     success,
+    verdict_of,
 )
 
 log = structlog.get_logger()
@@ -276,6 +278,17 @@ def _screen(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     return app.verify_only(caller, assertion)
 
 
+def _answer(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+    """verify_answer: the answer kind's outputs (sources, gate, gaps) are the tool's result."""
+    from lingyi.answers import ANSWER
+
+    result = app.check(caller, ANSWER.assertion(args))
+    verdict = verdict_of(result, str(args["member"]))
+    outputs = AnswerOutputs.model_validate(result.outputs)
+    answered = Guarded[AnswerOutputs](verdict=verdict, result=outputs)
+    return refusal(answered) if result.decision is Decision.REJECTED else success(answered)
+
+
 def _post(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     return app.post(caller, args["member"], args["content"])
 
@@ -312,6 +325,7 @@ _OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
         Guarded[PostedMessage],
     ),
     "verification_stats": (_stats_tool, dict[str, Any]),
+    "verify_answer": (_own_tool("verify_answer", _answer, wrap=True), Guarded[AnswerOutputs]),
 }
 
 

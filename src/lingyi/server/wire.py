@@ -78,6 +78,29 @@ class PostedMessage(BaseModel):
     ts: str
 
 
+class Source(BaseModel):
+    url: str
+    title: str
+
+
+class AnswerOutputs(BaseModel):
+    """What verify_answer returns beside the verdict (lingyi.answers): the source gate, the
+    attempt, and what a failed attempt lacks."""
+
+    sources: list[Source] = Field(
+        description="what may be shown with the answer; empty whenever the gate is closed"
+    )
+    gate: Literal["open", "no_results", "validation", "critic"]
+    gates_closed: list[str]
+    critic: Literal["passed", "failed", "skipped", "not_run"]
+    intent: Literal["general", "catalog"]
+    attempt: int
+    max_attempts: int
+    gaps: list[dict[str, Any]] = Field(description="per failed check: code, reason, what to fix")
+    degraded: bool
+    fallback_answer: str | None = Field(None, description="when degraded: an answer citing nothing")
+
+
 def verdict_of(
     result: VerificationResult,
     member: str,
