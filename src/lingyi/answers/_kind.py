@@ -71,6 +71,8 @@ class AnswerKind:
             content=given["answer"],
             session=str(given.get("session") or "default"),
             payload={k: v for k, v in payload.items() if v is not None},
+            # What the critic (the judge) sees beside the answer: relevance needs the question.
+            context={"question": question, "intent": intent},
         )
 
     def finish(

@@ -23,7 +23,7 @@ import hashlib
 import re
 from functools import lru_cache
 
-from lingyi.answers.markdown import Parsed, mermaid_problems, mermaid_type, parse
+from lingyi.answers.markdown import Fence, Parsed, mermaid_problems, mermaid_type, parse
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, Regex, fail, ok, register
 from lingyi.checks.evidence import urls_written
 from lingyi.ledger import SessionLedger
@@ -77,19 +77,22 @@ def mermaid(ctx: CheckContext, params: MermaidParams) -> Outcome:
     """Mermaid blocks are closed, start with a supported diagram type, and end their blocks."""
     supported = {t.lower(): t for t in params.types}
     problems: dict[str, str] = {}
-    count = 0
-    for form in _forms(ctx):
-        for fence in (f for f in form.fences if f.info.split(" ")[0].lower() == "mermaid"):
-            count += 1
+    forms = _forms(ctx)
+    for form in forms:
+        for fence in _mermaid_blocks(form):
             for problem in _diagram(fence.body, fence.closed, supported):
                 problems.setdefault(f"{fence.line}:{problem}", ctx.msg(problem, line=fence.line))
     if not problems:
-        return ok(ctx.msg("ok", count=count))
+        return ok(ctx.msg("ok", count=len(_mermaid_blocks(forms[0]))))
     return fail(
         "; ".join(problems.values()),
         ctx.msg("hint", types=", ".join(params.types)),
         problems=sorted(problems),
     )
+
+
+def _mermaid_blocks(form: Parsed) -> list[Fence]:
+    return [f for f in form.fences if f.info.split(" ")[0].lower() == "mermaid"]
 
 
 def _diagram(body: str, closed: bool, supported: dict[str, str]) -> list[str]:
