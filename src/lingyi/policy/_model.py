@@ -28,6 +28,7 @@ ArgType = Literal[
     "member",
     "list",
     "object",
+    "date",  # YYYY-MM-DD; not_past and max_days_ahead say which dates are valid (UTC today)
 ]
 
 
@@ -44,6 +45,8 @@ class ArgSpec(_Strict):
     roots: Literal["repos", "data"] | None = None
     must_exist: bool = True
     git_repo: bool = False
+    not_past: bool = False  # a date: today or later
+    max_days_ahead: int | None = Field(None, ge=0)  # a date: at most this many days from today
 
 
 class ToolSpec(_Strict):

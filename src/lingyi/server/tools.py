@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import tomllib
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict
 from importlib import resources
 from typing import Any
 
@@ -116,6 +117,7 @@ def _refused_arguments(
         codes=[ARGS_CODE],
         reason=f"[{ARGS_CODE}] {reason}",  # worded as the guard words a failed check
         recommendation=hint,
+        argument_problems=[{k: v for k, v in asdict(p).items() if v is not None} for p in problems],
     )
 
 

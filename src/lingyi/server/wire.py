@@ -51,6 +51,11 @@ class Verdict(BaseModel):
         default_factory=list,
         description="every check, when not approved (an approval's checks are in the log)",
     )
+    argument_problems: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="each rejected argument: field, kind, value given, the valid values or "
+        "format (allowed, pattern, minimum, maximum, expected) and the closest valid value",
+    )
 
 
 R = TypeVar("R", bound=BaseModel)
@@ -124,7 +129,20 @@ def verdict_of(
             for c in result.checks
             if result.decision is not Decision.APPROVED  # keep approvals light on the wire
         ],
+        argument_problems=argument_problems(result),
     )
+
+
+def argument_problems(result: VerificationResult) -> list[dict[str, Any]]:
+    """What a model needs to fix its call in one retry: every failed check's argument problems
+    (``tool.args_schema``, ``tool.path_allowed``, ``git.branch_exists``…), empty fields left out."""
+    return [
+        {k: v for k, v in p.items() if v is not None}
+        for c in result.checks
+        if not c.passed
+        for p in c.detail.get("problems", [])
+        if isinstance(p, dict) and "field" in p
+    ]
 
 
 @dataclass(frozen=True)
