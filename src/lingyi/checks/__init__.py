@@ -61,6 +61,7 @@ def load_builtin_checks() -> None:
         pre,
         tool,
     )
+    from lingyi.tasks import checks as _tasks  # noqa: F401  (intents: begin_task, end_task)
 
     load_plugins()
 

@@ -81,6 +81,19 @@ class CheckEntry(_Strict):
         return self.tools is None or tool in self.tools
 
 
+class IntentSpec(_Strict):
+    """A task a member may declare (``begin_task``) and what finishing it takes.
+
+    ``requires``: tools that must have run in the session before ``end_task`` reports the task
+    complete. ``before``: per tool, the tools that must have run first (a ``git_push`` of a
+    release only after ``generate_audit_report``); a call out of order is rejected.
+    """
+
+    description: str = ""
+    requires: list[str] = Field(default_factory=list)
+    before: dict[str, list[str]] = Field(default_factory=dict)
+
+
 class _MemberFile(_Strict):
     member: str
     name: str
@@ -91,6 +104,7 @@ class _MemberFile(_Strict):
     checks: list[CheckEntry] = Field(default_factory=list)
     disable: list[str] = Field(default_factory=list)
     judge: list[JudgeRule] = Field(default_factory=list)  # where the judge runs (issue 13)
+    intents: dict[str, IntentSpec] = Field(default_factory=dict)  # tasks it may declare
 
 
 class _CommonFile(_Strict):
@@ -111,6 +125,7 @@ class MemberPolicy(BaseModel):
     disabled: list[str] = Field(default_factory=list)  # shared checks this member replaced
     # The member's own judge rules first, then the shared ones (see lingyi.judge for the order).
     judge: list[JudgeRule] = Field(default_factory=list)
+    intents: dict[str, IntentSpec] = Field(default_factory=dict)  # lingyi.tasks
 
     @property
     def names(self) -> list[str]:

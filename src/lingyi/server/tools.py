@@ -52,6 +52,7 @@ from lingyi.server.wire import (
     PostedMessage,
     Reply,
     SearchHits,
+    TaskOutputs,
     Verdict,
     log_failure,
     refusal,
@@ -291,6 +292,22 @@ def _answer(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     return refusal(answered) if result.decision is Decision.REJECTED else success(answered)
 
 
+def _task(event: str) -> Work:
+    """begin_task / end_task: the task's outputs (intent, complete, missing) are the result."""
+
+    def work(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+        from lingyi.tasks._kind import task_assertion
+
+        result = app.check(caller, task_assertion(args, event))
+        done = Guarded[TaskOutputs](
+            verdict=verdict_of(result, str(args["member"])),
+            result=TaskOutputs.model_validate(result.outputs),
+        )
+        return refusal(done) if result.decision is Decision.REJECTED else success(done)
+
+    return work
+
+
 def _post(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     return app.post(caller, args["member"], args["content"])
 
@@ -328,6 +345,8 @@ _OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
     ),
     "verification_stats": (_stats_tool, dict[str, Any]),
     "verify_answer": (_own_tool("verify_answer", _answer, wrap=True), Guarded[AnswerOutputs]),
+    "begin_task": (_own_tool("begin_task", _task("begin"), wrap=True), Guarded[TaskOutputs]),
+    "end_task": (_own_tool("end_task", _task("end"), wrap=True), Guarded[TaskOutputs]),
 }
 
 

@@ -106,6 +106,17 @@ class AnswerOutputs(BaseModel):
     fallback_answer: str | None = Field(None, description="when degraded: an answer citing nothing")
 
 
+class TaskOutputs(BaseModel):
+    """What begin_task and end_task return beside the verdict (lingyi.tasks)."""
+
+    task: Literal["begin", "end"]
+    intent: str
+    requires: list[str] = Field(default_factory=list, description="begin: what finishing takes")
+    complete: bool | None = Field(None, description="end: every required tool ran")
+    missing: list[str] = Field(default_factory=list, description="end: required, not yet called")
+    called: list[str] = Field(default_factory=list, description="end: tools run since it began")
+
+
 def verdict_of(
     result: VerificationResult,
     member: str,
