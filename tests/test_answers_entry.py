@@ -18,6 +18,7 @@ from mcp import Client
 from lingyi.backends.kb.search import document_url
 from lingyi.cli import main
 from lingyi.log import read_log
+from lingyi.report.markdown import render_markdown
 from tests.conftest import ROOT
 from tests.test_server import Deployment, deploy, verdict, with_client
 
@@ -42,14 +43,16 @@ def test_the_answer_examples_meet_their_expectations(
 
 
 def test_stats_count_answers_as_their_own_type(tmp_path: Path, capsys: Any) -> None:
-    """The log's answers are counted under type "answer" by lingyi stats."""
+    """The log's answers are counted under type "answer" by lingyi stats and in the weekly
+    report's table per kind of input."""
     log = tmp_path / "log.jsonl"
     main(["--log", str(log), "replay", *map(str, EXAMPLES)])
     capsys.readouterr()
     main(["--log", str(log), "stats", "--json", "--full"])
     figures = json.loads(capsys.readouterr().out)
-    by_type = json.dumps(figures, ensure_ascii=False)
-    assert '"answer"' in by_type
+    assert figures["by_type"]["answer"]["total"] == 13  # every answer of the examples
+    report = render_markdown(figures, "en")
+    assert "## Per kind of input" in report and "| answer |" in report
 
 
 @pytest.fixture

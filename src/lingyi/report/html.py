@@ -80,6 +80,7 @@ def render_html(stats: f.Stats, lang: str) -> str:
             codes=f.code_table(stats, t),
             reasons=f.reason_table(stats, t),
             members=f.member_table(stats, t),
+            types=f.type_table(stats, t),
             integrity_ok=stats["integrity"]["ok"],
             integrity=f.integrity_table(stats, t),
             examples=f.integrity_examples(stats, t),

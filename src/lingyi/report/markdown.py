@@ -53,6 +53,7 @@ def render_markdown(stats: f.Stats, lang: str) -> str:
         (t["top_codes"], _or_none(f.code_table(stats, t), t)),
         (t["reasons"], _or_none(f.reason_table(stats, t), t)),
         (t["per_member"], _or_none(f.member_table(stats, t), t)),
+        (t["per_type"], _or_none(f.type_table(stats, t), t)),
         (t["judge"], _judge(stats, t)),
         (t["integrity"], _integrity(stats, t)),
     ]
