@@ -40,6 +40,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _tag(i: int) -> str:
+    """A short word of its own per number (letters only: a number would be a claim)."""
+    letters = ""
+    while True:
+        i, r = divmod(i, 26)
+        letters += chr(ord("a") + r)
+        if i == 0:
+            return f" see {letters}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=400)
@@ -56,13 +66,15 @@ def main() -> int:
     for i in range(args.n):
         ledger = Ledger()
         ledger.record("s", "lingzhi", "search_knowledge", {"query": "气功"}, found)
-        # A distinct question per round: a cached parse would flatter the answer.
-        fact = Assertion(member="lingzhi", type="fact", content=TEXT + f" {i}", session="s")
+        # Distinct texts every round and for each side: a cache warmed by one would flatter
+        # the other (canonical forms, parses and term matches are cached by text).
+        fact = Assertion(member="lingzhi", type="fact", content=TEXT + _tag(2 * i), session="s")
+        answer = TEXT + _tag(2 * i + 1)
         given = {
             "member": "lingzhi",
             "session": "s",
-            "question": f"气功 {i}",
-            "answer": TEXT + f" {i}",
+            "question": f"气功{_tag(i)}",
+            "answer": answer,
         }
         started = time.perf_counter()
         layer.verify(fact, ledger)
