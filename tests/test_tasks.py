@@ -115,3 +115,40 @@ def test_an_intent_naming_a_tool_no_member_owns_is_a_policy_error(tmp_path: Path
     with pytest.raises(PolicyError) as caught:
         load_policies(folder)
     assert "intents.deploy.requires" in str(caught.value) and "kubectl_apply" in str(caught.value)
+
+
+def _audit(session: str) -> dict[str, Any]:
+    evidence = [{"id": "audit-v0.16", "title": "audit report v0.16"}]
+    return {"event": "tool_result", "session": session, "member": "lingflow", "tool": "generate_audit_report", "evidence": evidence}  # fmt: skip
+
+
+def _begin(session: str = "r", member: str = "lingflow", intent: str = "release") -> dict[str, Any]:
+    return {"event": "begin_task", "id": "begin", "session": session, "member": member, "intent": intent}  # fmt: skip
+
+
+PUSH_EVENT = {"event": "assertion", "id": "push", "session": "r", "member": "lingflow", "type": "action", "content": "push", "tool_call": {"name": "git_push", "arguments": PUSH}}  # fmt: skip
+
+ORDER = [
+    # (events before the push, is the push held back by task.order?)
+    ([_begin()], True),  # no audit at all
+    ([_begin(), _audit("other")], True),  # an audit of another session is not this one's
+    ([_audit("r"), _begin()], True),  # an audit before the task began is not the release's
+    ([_begin(), _begin(intent="Release")], True),  # a failed re-declaration leaves the task open
+    ([_begin(member="lingzhi")], False),  # 灵知 declares no release: nothing is open
+    ([_begin(), _audit("r")], False),  # audit, then push
+    ([], False),  # no task: the push is not ordered
+]
+
+
+@pytest.mark.parametrize(("before", "held"), ORDER)
+def test_only_an_audit_of_this_task_in_this_session_lets_the_push_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], before: list[dict[str, Any]], held: bool
+) -> None:
+    """The audit must really have run, in this session, after the task began."""
+    transcript = tmp_path / "t.jsonl"
+    lines = [json.dumps(e, ensure_ascii=False) for e in [*before, PUSH_EVENT]]
+    transcript.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    main(["--log", str(tmp_path / "l.jsonl"), "replay", str(transcript)])
+    push = [json.loads(line) for line in capsys.readouterr().out.splitlines()][-1]
+    failed = {c["code"] for c in push["checks"] if not c["passed"]}
+    assert ("task.order" in failed) is held, push["reason"]

@@ -26,9 +26,12 @@ def active_task(session: SessionLedger) -> dict[str, Any] | None:
 
 
 def called_since(session: SessionLedger, task: dict[str, Any]) -> list[str]:
-    """The tools that really ran in the session since the task began (the ledger's entries)."""
-    started = str(task.get("started", ""))
-    return list(dict.fromkeys(e.tool for e in session.entries if e.ts >= started))
+    """The tools that really ran in the session since the task began (the ledger's entries
+    after the last one held when it began: order, not clocks, which tie within a millisecond).
+    When that entry was trimmed away, every entry still held is newer than the task."""
+    entries, last = session.entries, task.get("after")
+    start = next((i + 1 for i, e in enumerate(entries) if e is last), 0) if last else 0
+    return list(dict.fromkeys(e.tool for e in entries[start:]))
 
 
 class TaskKind:
@@ -51,6 +54,7 @@ class TaskKind:
                     "intent": intent,
                     "member": result.member or assertion.member,
                     "started": utc_now(),
+                    "after": session.entries[-1] if session.entries else None,
                     "requires": declared.get("requires", []),
                     "before": declared.get("before", {}),
                 }
