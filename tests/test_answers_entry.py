@@ -94,15 +94,23 @@ def test_verify_answer_over_mcp_cites_what_the_search_returned(dep: Deployment) 
 
 
 def test_verify_answer_arguments_are_checked_by_its_schema(dep: Deployment) -> None:
-    """An intent outside the enum is refused naming the valid values; nothing is verified."""
+    """An intent outside the enum is refused naming the valid values; a member of spaces
+    (which the schema leaves to the guard) is refused in our words; the server goes on."""
     seen: list[Any] = []
 
     async def body(client: Client) -> None:
         args = {"member": "lingzhi", "question": "q", "answer": "a", "intent": "list"}
         seen.append(await client.call_tool("verify_answer", args))
+        blank = {"member": "  ", "question": "q", "answer": "a"}
+        seen.append(await client.call_tool("verify_answer", blank))
+        seen.append(await client.call_tool("end_task", {"member": " "}))
+        seen.append(await client.call_tool("verify_answer", args | {"intent": "general"}))
 
     with_client(dep, body)
     assert seen[0].is_error and "general, catalog" in (verdict(seen[0])["recommendation"] or "")
+    for refused in seen[1:3]:
+        assert refused.is_error and "member: a non-empty text" in verdict(refused)["reason"]
+    assert verdict(seen[3])["decision"] == "approved"
 
 
 @pytest.mark.parametrize(

@@ -285,7 +285,11 @@ def _answer(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     """verify_answer: the answer kind's outputs (sources, gate, gaps) are the tool's result."""
     from lingyi.answers import ANSWER
 
-    result = app.check(caller, ANSWER.assertion(args))
+    try:
+        assertion = ANSWER.assertion(args)
+    except ValueError as exc:  # what the schema cannot say (a member named by spaces)
+        return _unformed(args, exc)
+    result = app.check(caller, assertion)
     verdict = verdict_of(result, str(args["member"]))
     outputs = AnswerOutputs.model_validate(result.outputs)
     answered = Guarded[AnswerOutputs](verdict=verdict, result=outputs)
@@ -298,7 +302,11 @@ def _task(event: str) -> Work:
     def work(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
         from lingyi.tasks._kind import task_assertion
 
-        result = app.check(caller, task_assertion(args, event))
+        try:
+            assertion = task_assertion(args, event)
+        except ValueError as exc:
+            return _unformed(args, exc)
+        result = app.check(caller, assertion)
         done = Guarded[TaskOutputs](
             verdict=verdict_of(result, str(args["member"])),
             result=TaskOutputs.model_validate(result.outputs),
@@ -306,6 +314,18 @@ def _task(event: str) -> Work:
         return refusal(done) if result.decision is Decision.REJECTED else success(done)
 
     return work
+
+
+def _unformed(args: dict[str, Any], exc: ValueError) -> Reply:
+    """Arguments that form no input of their kind: refused in our words, nothing verified."""
+    verdict = Verdict(
+        verification_id=None,
+        member=str(args.get("member", "")),
+        decision="rejected",
+        codes=[ARGS_CODE],
+        reason=f"[{ARGS_CODE}] {exc}",
+    )
+    return refusal(Guarded(verdict=verdict))
 
 
 def _post(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
