@@ -26,13 +26,16 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def roots(tmp_path: Path) -> Path:
-    """A repo root holding ``app`` (on main, one commit) and an outside file."""
+    """A repo root holding ``app`` (on main, one commit; the branches the pushes name exist,
+    as git.branch_exists wants) and an outside file."""
     repo = tmp_path / "repos" / "app"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     (repo / "a.txt").write_text("a\n")
     git(repo, "add", "a.txt")
     git(repo, "commit", "-q", "-m", "initial")
+    for branch in ("feature", "master", "release"):
+        git(repo, "branch", branch)
     (tmp_path / "outside.txt").write_text("secret\n")
     (repo / "out-link").symlink_to(tmp_path / "outside.txt")
     return tmp_path / "repos"

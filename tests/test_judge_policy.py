@@ -85,11 +85,16 @@ def test_shared_rules_come_after_the_members_own(tmp_path: Path) -> None:
         {"_common.toml": "[[judge]]\n" + RUBRIC, "lingzhi.toml": "[[judge]]\n" + RUBRIC},
     )
     members = load_policies(folder).members
+    # _common.toml judge[0] is the shipped critic of answers; judge[1] the one added here.
     assert [r.source for r in members["lingzhi"].judge] == [
         "lingzhi.toml judge[0]",
         "_common.toml judge[0]",
+        "_common.toml judge[1]",
     ]
-    assert [r.source for r in members["lingyi"].judge] == ["_common.toml judge[0]"]
+    assert [r.source for r in members["lingyi"].judge] == [
+        "_common.toml judge[0]",
+        "_common.toml judge[1]",
+    ]
 
 
 # --------------------------------------------------------------------------- which rule

@@ -38,7 +38,7 @@ def folder_with(tmp_path: Path, files: dict[str, str]) -> Path:
         (MEMBER + '[[checks]]\ncheck = "pre.content"\nstage = "pre_check"\nparams = { max_length = "long" }\n', "checks[0].params.max_length", 'must be an integer, not "long"'),
         (MEMBER + '[[checks]]\ncheck = "pre.content"\nstage = "pre_check"\nparams = { maxlen = 5 }\n', "checks[0].params.maxlen", "unknown key 'maxlen' (did you mean 'max_length'?); valid keys here: max_length"),
         (MEMBER + '[[checks]]\ncheck = "boundary.medical"\nstage = "boundary"\ntools = ["git_push"]\n', "checks[0].tools", "'git_push' is not a tool of scribe (its tools: none)"),
-        (MEMBER + 'disable = ["pre.contnt"]\n', "disable[0]", "no shared check named 'pre.contnt'; shared checks: boundary.medical, communication.on_record, "),
+        (MEMBER + 'disable = ["pre.contnt"]\n', "disable[0]", "no shared check named 'pre.contnt'; shared checks: answer.attempts, answer.catalog_sources, "),
         (MEMBER + 'aliases = ["LingZhi"]\n', "aliases", "'LingZhi' also names lingzhi"),
         (MEMBER + '[tools.x.args.n]\ntype = "integr"\n', "tools.x.args.n.type", '"integr" is not allowed; valid values: string, enum, integer'),
         ("member = \n", "-", "not valid TOML"),

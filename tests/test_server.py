@@ -221,11 +221,11 @@ def test_the_guards_own_tools_enumerate_the_members(dep: Deployment, tool: str) 
 
 
 def test_the_guards_own_tool_file_agrees_with_the_models(dep: Deployment) -> None:
-    """guard_tools.toml lists every plain assertion type (conclusions and answers have tools
-    of their own), and verify_assertion every policy tool."""
+    """guard_tools.toml lists every plain assertion type (conclusions, answers and tasks have
+    tools of their own), and verify_assertion every policy tool."""
     policies = load_policies(dep.config().validators_dir)
     verify = own_tools(policies)["verify_assertion"]
-    structured = {AssertionType.CONCLUSION, AssertionType.ANSWER}
+    structured = {AssertionType.CONCLUSION, AssertionType.ANSWER, AssertionType.TASK}
     assert verify.args["type"].values == [t.value for t in AssertionType if t not in structured]
     assert set(verify.args["tool_name"].values or []) == {
         t for m in policies.members.values() for t in m.tools

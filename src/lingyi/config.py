@@ -188,6 +188,10 @@ class EvidenceSection(_Strict):
     trace_timeout_s: float = Field(
         1.0, description="Timeout of one lookup at trace_backend_url, in seconds."
     )
+    kb_url_base: str = Field(
+        "https://kb.lingyi.local/",
+        description="Base of the stable URL each knowledge-base result carries (base + the document id without `kb:`), which answers cite; empty: results carry no URL.",
+    )
 
 
 class TracesSection(_Strict):

@@ -98,11 +98,11 @@ def open_kb(
     return open_kept(config.kb_dir, kb_domains(policies), watch=watch)
 
 
-def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5) -> Lookup:
+def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5, url_base: str = "") -> Lookup:
     """Active verification against the knowledge base (opened on first use)."""
 
     def search(query: str) -> list[Evidence]:
-        return [hit.to_evidence() for hit in kb().search(query, limit)]
+        return [hit.with_url(url_base).to_evidence() for hit in kb().search(query, limit)]
 
     return search
 

@@ -81,4 +81,4 @@ def _load_builtin() -> None:
 
 
 # The packages of the built-in kinds; a kind that is not installed yet is simply absent.
-_BUILTIN = ("lingyi.conclusions", "lingyi.answers")
+_BUILTIN = ("lingyi.conclusions", "lingyi.answers", "lingyi.tasks")

@@ -16,6 +16,7 @@ class AssertionType(StrEnum):
     # of verify_assertion, whose schema offers only the three above.
     CONCLUSION = "conclusion"
     ANSWER = "answer"
+    TASK = "task"  # begin_task / end_task (lingyi.tasks)
 
 
 class Decision(StrEnum):

@@ -151,7 +151,7 @@ class Replayer:
 
 
 # Assertion types that only their own events (and tools) may produce: they carry a payload.
-_STRUCTURED = {AssertionType.CONCLUSION.value, AssertionType.ANSWER.value}
+_STRUCTURED = {AssertionType.CONCLUSION.value, AssertionType.ANSWER.value, AssertionType.TASK.value}
 
 
 class ToolResultEvent(BaseModel):

@@ -53,6 +53,7 @@ def load_builtin_checks() -> None:
     """Import the modules whose ``@register`` calls fill the registry, then plugins."""
     # The conclusion kind's checks live with the kind (its package registers both).
     import lingyi.conclusions  # noqa: F401
+    from lingyi.answers import checks as _answers  # noqa: F401  (the answer kind's checks)
     from lingyi.checks import (  # noqa: F401
         boundary,
         communication,
@@ -62,6 +63,7 @@ def load_builtin_checks() -> None:
         pre,
         tool,
     )
+    from lingyi.tasks import checks as _tasks  # noqa: F401  (intents: begin_task, end_task)
 
     load_plugins()
 

@@ -161,6 +161,11 @@ def urls_in(ctx: CheckContext) -> list[tuple[str, int, int]]:
     return list(_urls(ctx.assertion.content, ctx.policies.names))
 
 
+def urls_written(content: str, names: tuple[str, ...] = ()) -> list[str]:
+    """The URLs of a text as :func:`urls_in` finds them (canonical, cased), without a context."""
+    return [url for url, _, _ in _urls(content, names)]
+
+
 @lru_cache(maxsize=1024)
 def _urls(content: str, names: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
     cased = canonical(_STOPS.sub("、", content), names).cased

@@ -4,7 +4,8 @@
   HEAD is detached (the work would land somewhere nobody meant);
 - ``git.protected_force``: a force push to a protected branch is never run; the safe
   alternative offered is the same push as a dry run without force;
-- ``git.paths_inside``: the files a commit stages stay inside the repository.
+- ``git.paths_inside``: the files a commit stages stay inside the repository;
+- ``git.branch_exists``: the branch a push names exists (else the closest one that does).
 
 These checks only read the repository. A path the roots refuse is left to
 ``tool.path_allowed`` (it always runs), so each problem is reported once.
@@ -20,6 +21,7 @@ from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok
 from lingyi.errors import BackendError
 from lingyi.models import Fallback, ToolCall
 from lingyi.paths import PathOutsideRoots, resolve_inside
+from lingyi.policy.closest import closest
 
 if TYPE_CHECKING:  # GitPython loads with the git backend, when a git check first runs
     import git
@@ -98,6 +100,29 @@ def protected_force(ctx: CheckContext, params: ProtectedParams) -> Outcome:
         Fallback(kind="dry_run", tool_call=safe, note=ctx.msg("dry_run")),
         branch=branch,
     )
+
+
+class BranchParams(CheckParams):
+    field: str = "branch"  # the argument that names an existing local branch
+
+
+@register("git.branch_exists", BranchParams)
+def branch_exists(ctx: CheckContext, params: BranchParams) -> Outcome:
+    """The branch a call names exists in the repository; else the closest one that does."""
+    call = ctx.assertion.tool_call
+    branch = call.arguments.get(params.field) if call else None
+    repo = _open(ctx) if isinstance(branch, str) else None
+    if repo is None:  # no branch named, or no repository: tool.path_allowed says why
+        return ok(ctx.msg("nothing"))
+    with repo:
+        names = [h.name for h in repo.heads]
+    if branch in names:
+        return ok(ctx.msg("ok", branch=branch))
+    near = closest(branch, names)
+    problem = {"field": params.field, "kind": "branch", "value": branch, "allowed": names}
+    hint = ctx.msg("hint", field=params.field, branches=", ".join(names) or "-")
+    hint += ctx.msg("closest", field=params.field, branch=near) if near else ""
+    return fail(ctx.msg("fail", branch=branch), hint, problems=[problem | {"closest": near}])
 
 
 @register("git.paths_inside", NoParams)

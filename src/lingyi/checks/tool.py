@@ -8,12 +8,14 @@ a model can correct the call directly; the problems are data in ``detail["proble
 from __future__ import annotations
 
 from dataclasses import asdict
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lingyi import messages
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register
 from lingyi.paths import PathOutsideRoots, resolve_inside
+from lingyi.policy.closest import closest
 from lingyi.policy.schema import ArgProblem, arg_problems, tool_schema
 
 if TYPE_CHECKING:
@@ -70,6 +72,7 @@ def describe_problems(
     Also what the server says about the arguments of its own tools (verify_assertion, …).
     """
     hints = [h for p in problems if (h := _hint(lang, p, tool.args.get(p.field)))]
+    hints += [_msg(lang, "hint_closest", **_values(p)) for p in problems if p.closest is not None]
     text = "; ".join(_msg(lang, f"problem_{p.kind}", **_values(p)) for p in problems)
     return _msg(lang, "fail", problems=text), "; ".join(dict.fromkeys(hints)) or None
 
@@ -92,7 +95,21 @@ def _values(problem: ArgProblem) -> dict[str, Any]:
         "minimum": "" if problem.minimum is None else problem.minimum,
         "maximum": "" if problem.maximum is None else problem.maximum,
         "expected": problem.expected,
+        "closest": _shown(problem.closest),
     }
+
+
+_HINTED = (
+    "unknown",
+    "enum",
+    "items",
+    "range",
+    "length",
+    "pattern",
+    "date",
+    "date_past",
+    "date_ahead",
+)
 
 
 def _hint(lang: str, problem: ArgProblem, spec: ArgSpec | None) -> str | None:
@@ -100,7 +117,7 @@ def _hint(lang: str, problem: ArgProblem, spec: ArgSpec | None) -> str | None:
     values = _values(problem)
     if spec is not None and spec.type == "version":
         return _msg(lang, "hint_version", **values)
-    if problem.kind in ("unknown", "enum", "items", "range", "length", "pattern"):
+    if problem.kind in _HINTED:
         return _msg(lang, f"hint_{problem.kind}", **values)
     described = spec.description if spec is not None else ""
     return (
@@ -117,15 +134,44 @@ def path_allowed(ctx: CheckContext, params: NoParams) -> Outcome:
     if call is None or tool is None:
         return ok(ctx.msg("no_paths"))
     problems = [
-        p
+        (name, value, p)
         for name, spec in tool.args.items()
-        if spec.type == "path" and isinstance(call.arguments.get(name), str)
-        for p in [_path_problem(ctx, spec, str(call.arguments[name]))]
+        if spec.type == "path" and isinstance(value := call.arguments.get(name), str)
+        for p in [_path_problem(ctx, spec, value)]
         if p
     ]
     if not problems:
         return ok(ctx.msg("ok"))
-    return fail("; ".join(problems), ctx.msg("hint", roots=_roots(ctx, tool.args)))
+    found = [_path_hint(ctx, tool.args[n], n, v) for n, v, _ in problems]
+    hint = ctx.msg("hint", roots=_roots(ctx, tool.args))
+    hint += "".join(ctx.msg("closest", field=p.field, path=p.closest) for p in found if p.closest)
+    return fail("; ".join(p for _, _, p in problems), hint, problems=[asdict(p) for p in found])
+
+
+MAX_CANDIDATES = 500  # folders looked at for the closest path: a bounded walk of the roots
+
+
+def _path_hint(ctx: CheckContext, spec: ArgSpec, field: str, value: str) -> ArgProblem:
+    """The problem as data, with the existing folder under the roots nearest the one given."""
+    roots = ctx.services.repo_roots if spec.roots == "repos" else ctx.services.data_roots
+    wanted = value.strip().removeprefix("./").rstrip("/")
+    names = _folders(tuple(roots), spec.git_repo)
+    return ArgProblem(field, "path", value, allowed=None, closest=closest(wanted, names))
+
+
+def _folders(roots: tuple[Path, ...], git_repo: bool) -> list[str]:
+    """Folders one and two levels under the roots, as paths relative to their root."""
+    found: list[str] = []
+    for root in roots:
+        for depth in ("*", "*/*"):
+            for path in sorted(islice(root.glob(depth), MAX_CANDIDATES)):
+                if (
+                    path.is_dir()
+                    and not path.name.startswith(".")
+                    and (not git_repo or (path / ".git").exists())
+                ):
+                    found.append(path.relative_to(root).as_posix())
+    return found[:MAX_CANDIDATES]
 
 
 def _roots(ctx: CheckContext, args: dict[str, ArgSpec]) -> str:

@@ -60,6 +60,18 @@ TYPES = ("fact", "action", "communication")
     metavar="FILE|-",
     help="Verify a conclusion: JSON in the shape of the replay event, from FILE or - (stdin).",
 )
+@click.option(
+    "--answer",
+    "answer_file",
+    metavar="FILE|-",
+    help="Verify a Markdown answer (FILE, or - for stdin) to --question, as verify_answer does.",
+)
+@click.option("--question", help="With --answer: the question it answers.")
+@click.option(
+    "--intent",
+    type=click.Choice(["general", "catalog"]),
+    help="With --answer: general (default) or catalog; the question itself may make it catalog.",
+)
 @json_option
 @entry
 def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
@@ -74,7 +86,7 @@ def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
         config,
         source="cli",
         council=MemoryCouncil() if context else None,
-        lookups={"knowledge_base": kb_lookup(kb)},
+        lookups={"knowledge_base": kb_lookup(kb, url_base=config.raw.evidence.kb_url_base)},
     )
     try:
         result = guard.check(assertion_from(**given), _ledger(app, guard, context))
@@ -138,6 +150,9 @@ def conclusion_from(source: str, session: str) -> Assertion:
 def assertion_from(
     *,
     from_stdin: bool,
+    answer_file: str | None = None,
+    question: str | None = None,
+    intent: str | None = None,
     member: str | None,
     kind: str | None,
     content: str | None,
@@ -147,9 +162,12 @@ def assertion_from(
     session: str,
     conclusion_file: str | None = None,
 ) -> Assertion:
-    """The assertion: a conclusion file, JSON from stdin, or built from the flags."""
+    """The assertion: a conclusion or an answer from a file, JSON from stdin, or built from the
+    flags."""
     if conclusion_file:
         return conclusion_from(conclusion_file, session)
+    if answer_file is not None:
+        return _answer(answer_file, member, question, intent, session)
     if from_stdin:
         return _from_json(sys.stdin.read())
     if not member or (not content and not tool):
@@ -165,6 +183,25 @@ def assertion_from(
             "session": session,
         }
     )
+
+
+def _answer(
+    path: str, member: str | None, question: str | None, intent: str | None, session: str
+) -> Assertion:
+    """An answer to verify (lingyi.answers): its Markdown from ``path`` (``-``: stdin)."""
+    from lingyi.answers import ANSWER
+
+    if not member or question is None:
+        raise LingyiError("--answer needs --member and --question")
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LingyiError(f"{path}: cannot read the answer: {exc}") from exc
+    given = {"member": member, "question": question, "answer": text, "session": session}
+    try:
+        return ANSWER.assertion({**given, "intent": intent or "general"})
+    except ValueError as exc:
+        raise LingyiError(f"{path}: {exc}") from exc
 
 
 def _arguments(text: str | None) -> dict[str, Any]:
@@ -200,7 +237,23 @@ def human(app: App, result: VerificationResult) -> str:
     if route := result.outputs.get("route"):  # a conclusion: what the model does next
         note = result.outputs.get("message")
         lines.append(f"route {route}" + (f": {note}" if note else ""))
+    if "gate" in result.outputs:  # an answer: the source gate and what may be shown
+        lines += _gate_lines(result.outputs)
     return "\n".join(lines)
+
+
+def _gate_lines(outputs: dict[str, Any]) -> list[str]:
+    shown = ", ".join(f"{s['title']} <{s['url']}>" for s in outputs["sources"]) or "-"
+    gate = outputs["gate"]
+    lines = [
+        f"  source gate: {gate}"
+        + (f" (closed: {', '.join(outputs['gates_closed'])})" if gate != "open" else ""),
+        f"  sources shown: {shown}",
+        f"  attempt {outputs['attempt']} of {outputs['max_attempts']} · critic: {outputs['critic']}",
+    ]
+    if outputs.get("fallback_answer"):
+        lines.append(f"  degraded answer: {outputs['fallback_answer']}")
+    return lines
 
 
 def _mark(app: App, passed: bool, warn: bool) -> str:

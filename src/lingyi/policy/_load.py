@@ -112,6 +112,7 @@ class _Loader:
         members = self._one_per_member(members)
         self._one_owner(members)
         self._shared_tools(members)
+        self._intent_tools(members)
         aliases = self._alias_map(members)
         lexicons = self._lexicons(members)
         if self.errors:  # one problem may be seen twice (a file's shape and its check's params)
@@ -157,6 +158,20 @@ class _Loader:
                         f"{tool!r} is already a tool of {owner.id} ({owner.source}); "
                         "a tool has one owner",
                     )
+
+    def _intent_tools(self, members: list[MemberPolicy]) -> None:
+        """An intent that requires a tool no member owns could never be completed."""
+        owned = {t for m in members for t in m.tools}
+        known = ", ".join(sorted(owned)) or "-"
+        for member in members:
+            for name, intent in member.intents.items():
+                named = [("requires", t) for t in intent.requires]
+                named += [(f"before.{t}", t) for t in intent.before]
+                named += [(f"before.{t}", f) for t, first in intent.before.items() for f in first]
+                for key, tool in named:
+                    if tool not in owned:
+                        message = f"{tool!r} is a tool of no member (tools: {known})"
+                        self._error(member.source, f"intents.{name}.{key}", message)
 
     def _shared_tools(self, members: list[MemberPolicy]) -> None:
         """A shared check limited to tools no member owns would never run."""
@@ -273,6 +288,7 @@ class _Loader:
             source=str(path),
             disabled=list(raw.disable),
             judge=judge + self._shared_judge,
+            intents=raw.intents,
         )
 
     def _check_params(self, data: dict[str, Any], path: Path) -> dict[int, CheckParams]:

@@ -29,6 +29,7 @@ ArgType = Literal[
     "member",
     "list",
     "object",
+    "date",  # YYYY-MM-DD; not_past and max_days_ahead say which dates are valid (UTC today)
 ]
 
 
@@ -45,6 +46,8 @@ class ArgSpec(_Strict):
     roots: Literal["repos", "data"] | None = None
     must_exist: bool = True
     git_repo: bool = False
+    not_past: bool = False  # a date: today or later
+    max_days_ahead: int | None = Field(None, ge=0)  # a date: at most this many days from today
 
 
 class ToolSpec(_Strict):
@@ -79,6 +82,19 @@ class CheckEntry(_Strict):
         return self.tools is None or tool in self.tools
 
 
+class IntentSpec(_Strict):
+    """A task a member may declare (``begin_task``) and what finishing it takes.
+
+    ``requires``: tools that must have run in the session before ``end_task`` reports the task
+    complete. ``before``: per tool, the tools that must have run first (a ``git_push`` of a
+    release only after ``generate_audit_report``); a call out of order is rejected.
+    """
+
+    description: str = ""
+    requires: list[str] = Field(default_factory=list)
+    before: dict[str, list[str]] = Field(default_factory=dict)
+
+
 class _MemberFile(_Strict):
     member: str
     name: str
@@ -89,6 +105,7 @@ class _MemberFile(_Strict):
     checks: list[CheckEntry] = Field(default_factory=list)
     disable: list[str] = Field(default_factory=list)
     judge: list[JudgeRule] = Field(default_factory=list)  # where the judge runs (issue 13)
+    intents: dict[str, IntentSpec] = Field(default_factory=dict)  # tasks it may declare
 
 
 class _CommonFile(_Strict):
@@ -109,6 +126,7 @@ class MemberPolicy(BaseModel):
     disabled: list[str] = Field(default_factory=list)  # shared checks this member replaced
     # The member's own judge rules first, then the shared ones (see lingyi.judge for the order).
     judge: list[JudgeRule] = Field(default_factory=list)
+    intents: dict[str, IntentSpec] = Field(default_factory=dict)  # lingyi.tasks
 
     @cached_property
     def names(self) -> list[str]:

@@ -9,11 +9,14 @@ through :class:`Registries`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from lingyi.policy._model import ArgSpec, ToolSpec
+from lingyi.policy.closest import closest
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
     from lingyi.policy._model import PolicySet
 
 VERSION_PATTERN = r"^v\d+\.\d+(?:\.\d+)?$"
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ _BUILDERS: dict[str, Callable[[ArgSpec, Registries], dict[str, Any]]] = {
     "member": lambda s, r: {"type": "string", "enum": list(r.members)},
     "list": _list,
     "object": lambda s, r: {"type": "object"},  # free-form (a tool call's own arguments)
+    "date": lambda s, r: {"type": "string", "format": "date", "pattern": DATE_PATTERN},
 }
 
 
@@ -103,13 +108,16 @@ class ArgProblem:
     """One thing wrong with one argument, with what would be valid (data for the verdict)."""
 
     field: str
-    kind: str  # required | unknown | type | enum | range | length | pattern | blank | items
+    # required | unknown | type | enum | range | length | pattern | blank | items | date |
+    # date_past | date_ahead
+    kind: str
     value: Any = None
     allowed: list[Any] | None = None
     pattern: str | None = None
-    minimum: float | None = None
-    maximum: float | None = None
+    minimum: float | str | None = None  # a number, or the earliest date (ISO)
+    maximum: float | str | None = None
     expected: str | None = None  # the JSON type wanted, for kind == "type"
+    closest: Any = None  # the valid value nearest the one given, when one is near
 
 
 _CACHE: dict[tuple[str, str, str, Registries], tuple[dict[str, Any], Draft202012Validator]] = {}
@@ -132,13 +140,18 @@ def tool_schema(
 
 
 def arg_problems(
-    validator: Draft202012Validator, args: Mapping[str, Any], tool: ToolSpec
+    validator: Draft202012Validator,
+    args: Mapping[str, Any],
+    tool: ToolSpec,
+    today: date | None = None,
 ) -> list[ArgProblem]:
-    """Every problem with ``args``, each naming its field and the valid values or format."""
+    """Every problem with ``args``, each naming its field, the valid values or format, and
+    the closest valid value where one is near. ``today``: for dates (default: today, UTC)."""
     if not isinstance(args, Mapping):
         return [ArgProblem("", "type", args, expected="object")]
     found = [p for error in validator.iter_errors(dict(args)) for p in _problems(error, tool)]
     found += _blank(args, tool)
+    found += _dates(args, tool, today or datetime.now(UTC).date())
     order = {name: i for i, name in enumerate(tool.args)}
     unique = {repr(p): p for p in found}.values()  # values may be lists: not hashable
     return sorted(unique, key=lambda p: (order.get(p.field, len(order)), p.field, p.kind))
@@ -157,9 +170,54 @@ def _blank(args: Mapping[str, Any], tool: ToolSpec) -> list[ArgProblem]:
     ]
 
 
+def _dates(args: Mapping[str, Any], tool: ToolSpec, today: date) -> list[ArgProblem]:
+    """Dates JSON Schema cannot judge: a real day, not past, not too far ahead."""
+    found = []
+    for name, spec in tool.args.items():
+        value = args.get(name)
+        if spec.type != "date" or not isinstance(value, str) or not re.match(DATE_PATTERN, value):
+            continue
+        try:
+            day = date.fromisoformat(value)
+        except ValueError:
+            found.append(ArgProblem(name, "date", value, expected="YYYY-MM-DD"))
+            continue
+        latest = (
+            today + timedelta(days=spec.max_days_ahead) if spec.max_days_ahead is not None else None
+        )
+        if spec.not_past and day < today:
+            found.append(
+                ArgProblem(
+                    name, "date_past", value, minimum=today.isoformat(), closest=today.isoformat()
+                )
+            )
+        elif latest is not None and day > latest:
+            found.append(
+                ArgProblem(
+                    name,
+                    "date_ahead",
+                    value,
+                    maximum=latest.isoformat(),
+                    closest=latest.isoformat(),
+                )
+            )
+    return found
+
+
 _RANGE = ("range", "minimum", "maximum")
 _LENGTH = ("length", "minLength", "maxLength")
 _BOUNDS = {"minimum": _RANGE, "maximum": _RANGE, "minLength": _LENGTH, "maxLength": _LENGTH}
+
+
+def _within(value: Any, low: Any, high: Any) -> Any:
+    """A number brought into its range; a text cut to its longest length (too short: none)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return min(
+            max(value, low if low is not None else value), high if high is not None else value
+        )
+    if isinstance(value, str) and high is not None and len(value) > high:
+        return value[: int(high)]
+    return None
 
 
 def _problems(error: ValidationError, tool: ToolSpec) -> list[ArgProblem]:
@@ -176,13 +234,15 @@ def _problems(error: ValidationError, tool: ToolSpec) -> list[ArgProblem]:
             return [ArgProblem(n, "unknown", value[n], allowed=list(tool.args)) for n in extra]
         case "enum":
             kind = "items" if len(path) > 1 else "enum"
-            return [ArgProblem(field, kind, value, allowed=list(given))]
+            allowed = [str(v) for v in given]
+            return [
+                ArgProblem(field, kind, value, allowed=allowed, closest=closest(value, allowed))
+            ]
         case "minimum" | "maximum" | "minLength" | "maxLength":
             kind, low, high = _BOUNDS[str(error.validator)]
-            found = ArgProblem(
-                field, kind, value, minimum=schema.get(low), maximum=schema.get(high)
-            )
-            return [found]
+            lo, hi = schema.get(low), schema.get(high)
+            nearest = _within(value, lo, hi)
+            return [ArgProblem(field, kind, value, minimum=lo, maximum=hi, closest=nearest)]
         case "pattern":
             return [ArgProblem(field, "pattern", value, pattern=str(given))]
     return [

@@ -209,6 +209,17 @@ def member_table(stats: Stats, t: Labels) -> Table:
     return Table(head, rows)
 
 
+def type_table(stats: Stats, t: Labels) -> Table:
+    """Decisions per kind of input: facts, actions, communications, answers, tasks, …"""
+    head = [t["input_type"], t["total"], *decision_names(t), t["blocked"]]
+    rows: list[list[object]] = [
+        [name, v["total"], v["approved"], v["rejected"], v["fallback"], pct(v["blocked_rate"])]
+        for name, v in stats.get("by_type", {}).items()
+        if v["total"]
+    ]
+    return Table(head, rows)
+
+
 def integrity_table(stats: Stats, t: Labels) -> Table:
     i = stats["integrity"]
     return Table(["", t["count"]], [[k, i[k]] for k in INTEGRITY_KEYS])

@@ -103,6 +103,7 @@ def render_html(stats: f.Stats, lang: str) -> str:
             days=f.day_table(stats, t),
             codes=f.code_table(stats, t),
             members=f.member_table(stats, t),
+            types=f.type_table(stats, t),
             integrity_ok=stats["integrity"]["ok"],
             integrity=f.integrity_table(stats, t),
             examples_integrity=f.integrity_examples(stats, t),

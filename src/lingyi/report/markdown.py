@@ -100,6 +100,7 @@ def render_markdown(stats: f.Stats, lang: str) -> str:
         (t["top_codes"], _or_none(f.code_table(stats, t), t)),
         (t["examples"], _subsections(r.example_tables(stats, t), t["examples_note"], t)),
         (t["per_member"], _or_none(f.member_table(stats, t), t)),
+        (t["per_type"], _or_none(f.type_table(stats, t), t)),
         (t["drill"], _subsections(r.drill_tables(stats, t), t["drill_note"], t, "drill_none")),
         (t["what_changed"], _what_changed(stats, t)),
         (t["integrity"], _integrity(stats, t)),

@@ -156,11 +156,12 @@ class GuardApp:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.council = FileCouncil(config.council_path)
+        base = config.raw.evidence.kb_url_base  # KB results carry a URL that answers cite
         self.guard = Guard.from_config(
             config,
             source=SOURCE,
             council=self.council,
-            lookups={"knowledge_base": kb_lookup(lambda: self.kb)},  # active verification
+            lookups={"knowledge_base": kb_lookup(lambda: self.kb, url_base=base)},  # active
         )
         self.ledger = Ledger(ledger_limits(config))
         self.data = DataRegistry(_data_sources(config), config.data_roots)

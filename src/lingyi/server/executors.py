@@ -34,7 +34,8 @@ def search(run: Run) -> tuple[SearchHits, list[Evidence]]:
     domains: list[str | None] = list(run.args.get("domains") or []) or [None]
     kb = run.app.kb
     hits = [h for d in domains for h in kb.search(run.args["query"], limit, domain=d)]
-    best = sorted(hits, key=lambda h: -h.score)[:limit]
+    base = run.app.config.raw.evidence.kb_url_base
+    best = [h.with_url(base) for h in sorted(hits, key=lambda h: -h.score)[:limit]]
     return SearchHits(hits=best), [h.to_evidence() for h in best]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import tomllib
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict
 from importlib import resources
 from typing import Any
 
@@ -33,7 +34,7 @@ from pydantic import ConfigDict
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import ConfigError, LingyiError, LogError
 from lingyi.kinds import kind_of
-from lingyi.models import Assertion, AssertionType, ToolCall
+from lingyi.models import Assertion, AssertionType, Decision, ToolCall
 from lingyi.policy import (
     ArgProblem,
     PolicySet,
@@ -46,12 +47,16 @@ from lingyi.server.app import Caller, Ctx, Executor, GuardApp, caller_of
 from lingyi.server.executors import IMPLEMENTATIONS, Implementation
 from lingyi.server.notifications import notify
 from lingyi.server.wire import (
+    AnswerOutputs,
     Guarded,
     PostedMessage,
     Reply,
+    TaskOutputs,
     Verdict,
     log_failure,
     refusal,
+    success,
+    verdict_of,
 )
 
 log = structlog.get_logger()
@@ -112,6 +117,7 @@ def _refused_arguments(
         codes=[ARGS_CODE],
         reason=f"[{ARGS_CODE}] {reason}",  # worded as the guard words a failed check
         recommendation=hint,
+        argument_problems=[{k: v for k, v in asdict(p).items() if v is not None} for p in problems],
     )
 
 
@@ -295,6 +301,53 @@ def _screen(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     return app.verify_only(caller, assertion)
 
 
+def _answer(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+    """verify_answer: the answer kind's outputs (sources, gate, gaps) are the tool's result."""
+    from lingyi.answers import ANSWER
+
+    try:
+        assertion = ANSWER.assertion(args)
+    except ValueError as exc:  # what the schema cannot say (a member named by spaces)
+        return _unformed(args, exc)
+    result = app.check(caller, assertion)
+    verdict = verdict_of(result, str(args["member"]))
+    outputs = AnswerOutputs.model_validate(result.outputs)
+    answered = Guarded[AnswerOutputs](verdict=verdict, result=outputs)
+    return refusal(answered) if result.decision is Decision.REJECTED else success(answered)
+
+
+def _task(event: str) -> Work:
+    """begin_task / end_task: the task's outputs (intent, complete, missing) are the result."""
+
+    def work(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+        from lingyi.tasks._kind import task_assertion
+
+        try:
+            assertion = task_assertion(args, event)
+        except ValueError as exc:
+            return _unformed(args, exc)
+        result = app.check(caller, assertion)
+        done = Guarded[TaskOutputs](
+            verdict=verdict_of(result, str(args["member"])),
+            result=TaskOutputs.model_validate(result.outputs),
+        )
+        return refusal(done) if result.decision is Decision.REJECTED else success(done)
+
+    return work
+
+
+def _unformed(args: dict[str, Any], exc: ValueError) -> Reply:
+    """Arguments that form no input of their kind: refused in our words, nothing verified."""
+    verdict = Verdict(
+        verification_id=None,
+        member=str(args.get("member", "")),
+        decision="rejected",
+        codes=[ARGS_CODE],
+        reason=f"[{ARGS_CODE}] {exc}",
+    )
+    return refusal(Guarded(verdict=verdict))
+
+
 def _post(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     return app.post(caller, args["member"], args["content"])
 
@@ -338,6 +391,9 @@ _OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
         Guarded[PostedMessage],
     ),
     "verification_stats": (_stats_tool, dict[str, Any]),
+    "verify_answer": (_own_tool("verify_answer", _answer, wrap=True), Guarded[AnswerOutputs]),
+    "begin_task": (_own_tool("begin_task", _task("begin"), wrap=True), Guarded[TaskOutputs]),
+    "end_task": (_own_tool("end_task", _task("end"), wrap=True), Guarded[TaskOutputs]),
 }
 
 

@@ -56,6 +56,11 @@ class Verdict(BaseModel):
         description="what a kind of input adds: a conclusion's route (passed, revise, final), "
         "revisions, max_revisions, feedback and message",
     )
+    argument_problems: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="each rejected argument: field, kind, value given, the valid values or "
+        "format (allowed, pattern, minimum, maximum, expected) and the closest valid value",
+    )
 
 
 R = TypeVar("R", bound=BaseModel)
@@ -83,6 +88,40 @@ class PostedMessage(BaseModel):
     ts: str
 
 
+class Source(BaseModel):
+    url: str
+    title: str
+
+
+class AnswerOutputs(BaseModel):
+    """What verify_answer returns beside the verdict (lingyi.answers): the source gate, the
+    attempt, and what a failed attempt lacks."""
+
+    sources: list[Source] = Field(
+        description="what may be shown with the answer; empty whenever the gate is closed"
+    )
+    gate: Literal["open", "no_results", "validation", "critic"]
+    gates_closed: list[str]
+    critic: Literal["passed", "failed", "skipped", "not_run"]
+    intent: Literal["general", "catalog"]
+    attempt: int
+    max_attempts: int
+    gaps: list[dict[str, Any]] = Field(description="per failed check: code, reason, what to fix")
+    degraded: bool
+    fallback_answer: str | None = Field(None, description="when degraded: an answer citing nothing")
+
+
+class TaskOutputs(BaseModel):
+    """What begin_task and end_task return beside the verdict (lingyi.tasks)."""
+
+    task: Literal["begin", "end"]
+    intent: str
+    requires: list[str] = Field(default_factory=list, description="begin: what finishing takes")
+    complete: bool | None = Field(None, description="end: every required tool ran")
+    missing: list[str] = Field(default_factory=list, description="end: required, not yet called")
+    called: list[str] = Field(default_factory=list, description="end: tools run since it began")
+
+
 def verdict_of(
     result: VerificationResult,
     member: str,
@@ -107,7 +146,20 @@ def verdict_of(
             if result.decision is not Decision.APPROVED  # keep approvals light on the wire
         ],
         outputs=result.outputs or None,
+        argument_problems=argument_problems(result),
     )
+
+
+def argument_problems(result: VerificationResult) -> list[dict[str, Any]]:
+    """What a model needs to fix its call in one retry: every failed check's argument problems
+    (``tool.args_schema``, ``tool.path_allowed``, ``git.branch_exists``…), empty fields left out."""
+    return [
+        {k: v for k, v in p.items() if v is not None}
+        for c in result.checks
+        if not c.passed
+        for p in c.detail.get("problems", [])
+        if isinstance(p, dict) and "field" in p
+    ]
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,24 @@ def extract_urls(text: str) -> list[str]:
 
 
 def _trim(url: str) -> str:
+    url = _unbalanced_close(url)
     while url and url[-1] in _TRAILING:
         if url[-1] == ")" and url.count("(") >= url.count(")"):
             break  # a balanced (…) belongs to the URL (wiki-style paths)
         url = url[:-1]
+    return url
+
+
+def _unbalanced_close(url: str) -> str:
+    """Cut at the first ``)`` that closes nothing: the end of a Markdown link's target
+    (``[t](https://x/a)和…``), not part of the URL; a balanced ``(…)`` stays (wiki paths)."""
+    depth = 0
+    for i, char in enumerate(url):
+        depth += char == "("
+        if char == ")":
+            if depth == 0:
+                return url[:i]
+            depth -= 1
     return url
 
 

@@ -23,6 +23,7 @@ import math
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from pydantic import BaseModel
 
@@ -47,10 +48,22 @@ class KBHit(BaseModel):
     tags: list[str]
     snippet: str
     score: float
+    url: str | None = None  # the document's stable URL, once a base is given (with_url)
+
+    def with_url(self, base: str) -> KBHit:
+        """The hit with its document's URL under ``base`` (none when ``base`` is empty)."""
+        return self.model_copy(update={"url": document_url(base, self.id)}) if base else self
 
     def to_evidence(self) -> Evidence:
         """The hit as the evidence the server records for the session."""
-        return Evidence(id=self.id, title=self.title, snippet=self.snippet, url=None)
+        return Evidence(id=self.id, title=self.title, snippet=self.snippet, url=self.url)
+
+
+def document_url(base: str, doc_id: str) -> str:
+    """A document's stable URL: ``base`` + its id without the ``kb:`` prefix, percent-encoded
+    (``https://kb.example.org/`` + ``kb:qg-001`` → ``https://kb.example.org/qg-001``), so that
+    an answer can cite it and the ledger finds it again."""
+    return base.rstrip("/") + "/" + quote(doc_id.removeprefix("kb:"), safe="-._~")
 
 
 @dataclass(frozen=True)
