@@ -44,6 +44,9 @@ class ArgSpec(_Strict):
     roots: Literal["repos", "data"] | None = None
     must_exist: bool = True
     git_repo: bool = False
+    # The argument's JSON Schema as an upstream MCP server declares it: set by the gateway for
+    # the upstream's arguments a policy leaves unconstrained (the policy's own args win).
+    json_schema: dict[str, Any] | None = None
 
 
 class ToolSpec(_Strict):

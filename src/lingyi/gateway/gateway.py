@@ -1,0 +1,173 @@
+"""Every upstream of a config: connected at start-up, listed, served, called.
+
+A tool of an upstream is served as ``<name>.<tool>`` when a policy owns that name and its owner
+is one of the upstream's ``members`` (default deny: no policy, not served). The policy is
+merged with the upstream's own input schema (:mod:`.merge`) in every policy set the guard
+verifies with, so ``tool.args_schema`` and ``tool.path_allowed`` judge upstream calls exactly
+like built-in ones. An upstream that cannot be reached at start-up is logged and serves
+nothing; the guard serves the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp_types import CallToolResult, TextContent, Tool
+from pydantic import BaseModel, Field
+
+from lingyi.config import Config, UpstreamEntry
+from lingyi.gateway.audit import audit_text
+from lingyi.gateway.connection import Connection, UpstreamError
+from lingyi.gateway.evidence import extract
+from lingyi.gateway.merge import merged_spec
+from lingyi.models import Evidence
+from lingyi.policy import MemberPolicy, PolicySet, ToolSpec
+
+log = structlog.get_logger()
+
+
+class UpstreamResult(BaseModel):
+    """What an upstream tool returned, after the result audit."""
+
+    tool: str = Field(description="the served tool, <upstream>.<tool>")
+    content: list[str] = Field(description="the result's text parts, secrets redacted")
+    structured: dict[str, Any] | None = None
+    audit: list[str] = Field(
+        default_factory=list, description="codes of the result audit's findings"
+    )
+
+
+@dataclass(frozen=True)
+class ServedTool:
+    """One upstream tool as the guard may serve it."""
+
+    name: str  # <upstream>.<tool>
+    upstream: UpstreamEntry
+    tool: Tool
+
+
+def _digest(tool: Tool) -> str:
+    shown = {"d": tool.description, "s": tool.input_schema}
+    return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()
+
+
+class Gateway:
+    """The upstreams of one server and the portal (event loop thread) their clients run on."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
+        portal = self._portal_cm.__enter__()
+        self.connections = {
+            e.name: Connection(e, portal, functools.partial(self._changed, e.name))
+            for e in config.raw.upstreams
+        }
+        self.tools: dict[str, ServedTool] = {}
+        self.unavailable: list[str] = []  # upstreams that could not be listed at start-up
+        for name in self.connections:
+            self._list(name)
+
+    # --- listing ------------------------------------------------------------------------------
+
+    def _list(self, name: str) -> None:
+        connection = self.connections[name]
+        try:
+            listed = connection.list_tools()
+        except UpstreamError as exc:  # the guard serves the rest
+            log.error("upstream.unavailable", upstream=name, error=str(exc))
+            self.unavailable.append(name)
+            return
+        for tool in listed:
+            served = f"{name}.{tool.name}"
+            self.tools[served] = ServedTool(served, connection.entry, tool)
+        log.info("upstream.listed", upstream=name, tools=len(listed))
+
+    def _changed(self, name: str) -> None:
+        log.warning("upstream.tools_changed", upstream=name)
+
+    @property
+    def digest(self) -> str:
+        """Of every listed definition: part of the policy version the guard verifies with."""
+        parts = sorted(f"{n}:{_digest(t.tool)}" for n, t in self.tools.items())
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+    # --- policies -----------------------------------------------------------------------------
+
+    def owner(self, policies: PolicySet, name: str) -> MemberPolicy | None:
+        """The member an upstream tool is served for: its policy's owner, if the upstream
+        lets that member use it; None means not served."""
+        served, owner = self.tools.get(name), policies.tool_owner(name)
+        if served is None or owner is None:
+            return None
+        allowed = {m.id for n in served.upstream.members if (m := policies.resolve(n))}
+        return owner if owner.id in allowed else None
+
+    def extend(self, policies: PolicySet) -> PolicySet:
+        """The policy set with each served upstream tool's spec merged with its schema."""
+        members = {
+            mid: member.model_copy(update={"tools": self._merged(member)})
+            for mid, member in policies.members.items()
+        }
+        version = f"{policies.version}+gw{self.digest}"
+        return policies.model_copy(update={"members": members, "version": version})
+
+    def _merged(self, member: MemberPolicy) -> dict[str, ToolSpec]:
+        return {
+            name: merged_spec(spec, self.tools[name].tool) if name in self.tools else spec
+            for name, spec in member.tools.items()
+        }
+
+    def unowned(self, policies: PolicySet) -> list[str]:
+        """Upstream tools no policy mentions (not served: default deny)."""
+        return sorted(n for n in self.tools if policies.tool_owner(n) is None)
+
+    # --- calls --------------------------------------------------------------------------------
+
+    def call(
+        self, policies: PolicySet, name: str, member: str, arguments: dict[str, Any]
+    ) -> tuple[UpstreamResult, list[Evidence]]:
+        """Forward one approved call; the audited result and the evidence it holds."""
+        served = self.tools.get(name)
+        owner = self.owner(policies, name)
+        if served is None or owner is None or owner.id != member:
+            raise UpstreamError(f"{name} is not served for {member}")
+        result = self.connections[served.upstream.name].call(served.tool.name, arguments)
+        return self._received(served, result)
+
+    def _received(
+        self, served: ServedTool, result: CallToolResult
+    ) -> tuple[UpstreamResult, list[Evidence]]:
+        texts = [_text_of(part) for part in result.content]
+        if result.is_error:  # a failed result: no evidence, so no later claim can rest on it
+            raise UpstreamError(f"{served.name} failed upstream: {' '.join(texts)[:500]}")
+        raw_text = "\n".join(texts)
+        evidence = extract(
+            served.upstream.evidence, served.name, raw_text, result.structured_content
+        )
+        shown, codes = audit_text(texts)
+        structured = result.structured_content
+        payload = UpstreamResult(
+            tool=served.name, content=shown, structured=structured, audit=codes
+        )
+        return payload, evidence
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            try:
+                connection.close()
+            except Exception as exc:  # closing a dead upstream must not stop the others
+                log.warning("upstream.close_failed", upstream=connection.entry.name, error=str(exc))
+        self._portal_cm.__exit__(None, None, None)
+
+
+def _text_of(part: Any) -> str:
+    if isinstance(part, TextContent):
+        return part.text
+    return f"[{getattr(part, 'type', 'content')}]"  # images, resources: named, not inlined
