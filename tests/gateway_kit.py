@@ -47,3 +47,33 @@ def git_deployment(root: Path, extra: str = "", policies: str = GIT_POLICIES) ->
     flow = folder / "lingflow.toml"
     flow.write_text(flow.read_text(encoding="utf-8") + policies, encoding="utf-8")
     return dep
+
+
+SERVER = Path(__file__).with_name("upstream_server.py")
+FAKE_TOOLS = ("echo", "leak", "inject", "empty", "fail", "crash", "hang", "garbage")
+FAKE_POLICIES = "".join(
+    f'\n[tools."fake.{name}"]\nread_only = true\n'
+    + ('args.text = { type = "string", required = true, max_length = 1000 }\n' if name == "echo" else "")
+    for name in FAKE_TOOLS
+)  # fmt: skip
+
+
+def fake_upstream(transport: str = "stdio", *, url: str = "", timeout_s: float = 3) -> str:
+    """The config of the test upstream (:mod:`tests.upstream_server`), for 灵通."""
+    where = (
+        f'url = "{url}"'
+        if transport == "http"
+        else f'command = ["{sys.executable}", "{SERVER}", "stdio"]'
+    )
+    return f"""
+[[upstreams]]
+name = "fake"
+{where}
+members = ["灵通"]
+timeout_s = {timeout_s}
+
+[[upstreams.evidence]]
+tool = "echo"
+kind = "url"
+pattern = 'https://[^\\s]+'
+"""

@@ -395,8 +395,9 @@ class UpstreamEntry(_Strict):
         min_length=1,
         description="The members that may use its tools (each tool still needs a policy).",
     )
-    timeout_s: float = Field(
-        30.0, gt=0, description="Longest wait for one call (or the connection), in seconds."
+    timeout_s: float = Field(30.0, gt=0, description="Longest wait for one call, in seconds.")
+    connect_timeout_s: float = Field(
+        30.0, gt=0, description="Longest wait to start and initialize the upstream, in seconds."
     )
     evidence: list[UpstreamEvidence] = Field(
         default_factory=list,

@@ -127,7 +127,7 @@ class Connection:
                 _transport(self.entry) as (read, write),
                 ClientSession(read, write, message_handler=self._message) as session,
             ):
-                with anyio.fail_after(self.entry.timeout_s):
+                with anyio.fail_after(self.entry.connect_timeout_s):
                     await session.initialize()
                 self._session, self._stop, up = session, stop, True
                 task_status.started()

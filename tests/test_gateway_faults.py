@@ -1,0 +1,69 @@
+"""Upstreams that crash, hang, answer garbage or fail: a clear error for that call, and the
+guard (and the upstream, restarted) keeps serving. A slow upstream is bounded by its timeout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.gateway_kit import FAKE_POLICIES, fake_upstream, git_deployment
+from tests.test_server import Deployment, with_client
+
+
+@pytest.fixture
+def dep(tmp_path: Path) -> Deployment:
+    return git_deployment(tmp_path / "deploy", fake_upstream(timeout_s=3), FAKE_POLICIES)
+
+
+async def call(client: Client, tool: str, **args: Any) -> tuple[bool, dict[str, Any]]:
+    result = await client.call_tool(tool, args)
+    return bool(result.is_error), dict(result.structured_content or {})
+
+
+@pytest.mark.parametrize(
+    ("tool", "says"),
+    [
+        ("fake.crash", "upstream 'fake' failed"),
+        ("fake.hang", "did not answer within 3s"),
+        ("fake.garbage", "did not answer within 3s"),
+        ("fake.fail", "fake.fail failed upstream"),
+    ],
+)
+def test_a_bad_upstream_fails_the_call_clearly_and_the_guard_stays_up(
+    dep: Deployment, tool: str, says: str
+) -> None:
+    """The bad call is an error result naming the upstream and what went wrong (after the
+    approval was logged); the next call to the same upstream works again."""
+    seen: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        seen["bad"] = await call(client, tool)
+        seen["after"] = await call(client, "fake.echo", text="still here")
+        seen["built_in"] = await call(client, "search_knowledge", query="气功")
+
+    with_client(dep, body)
+    failed, data = seen["bad"]
+    assert failed and says in data["verdict"]["error"]
+    assert data["result"] is None
+    ok, after = seen["after"]
+    assert not ok and after["result"]["content"] == ["still here"]
+    assert seen["built_in"][0] is False
+
+
+def test_an_unreachable_upstream_serves_nothing_and_the_rest_is_served(tmp_path: Path) -> None:
+    """A command that does not exist: its tools are not listed; the git upstream still is."""
+    broken = fake_upstream().replace('command = ["', 'command = ["/nonexistent/python", "')
+    dep = git_deployment(tmp_path / "deploy", broken, FAKE_POLICIES)
+    names: list[str] = []
+
+    async def body(client: Client) -> None:
+        names.extend(t.name for t in (await client.list_tools()).tools)
+
+    with_client(dep, body)
+    assert not [n for n in names if n.startswith("fake.")]
+    assert "git.git_log" not in names  # this deployment's policies own only fake.* upstream tools
+    assert "search_knowledge" in names
