@@ -22,8 +22,9 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp_types import CallToolResult, TextContent, Tool
 from pydantic import BaseModel, Field
 
+from lingyi import messages
 from lingyi.config import Config, UpstreamEntry
-from lingyi.gateway.audit import audit_text
+from lingyi.gateway.audit import EMPTY, audit
 from lingyi.gateway.connection import Connection, UpstreamError
 from lingyi.gateway.evidence import extract
 from lingyi.gateway.merge import merged_spec
@@ -41,6 +42,9 @@ class UpstreamResult(BaseModel):
     structured: dict[str, Any] | None = None
     audit: list[str] = Field(
         default_factory=list, description="codes of the result audit's findings"
+    )
+    notice: list[str] = Field(
+        default_factory=list, description="what each finding means for the model reading it"
     )
 
 
@@ -147,14 +151,21 @@ class Gateway:
         texts = [_text_of(part) for part in result.content]
         if result.is_error:  # a failed result: no evidence, so no later claim can rest on it
             raise UpstreamError(f"{served.name} failed upstream: {' '.join(texts)[:500]}")
-        raw_text = "\n".join(texts)
-        evidence = extract(
-            served.upstream.evidence, served.name, raw_text, result.structured_content
+        shown, structured, codes = audit(texts, result.structured_content)
+        if codes:  # names and codes only: the content may hold what was redacted
+            log.warning("upstream.audit", tool=served.name, codes=codes)
+        evidence = (
+            []
+            if EMPTY in codes
+            else extract(served.upstream.evidence, served.name, "\n".join(texts), structured)
         )
-        shown, codes = audit_text(texts)
-        structured = result.structured_content
+        lang = self.config.language
         payload = UpstreamResult(
-            tool=served.name, content=shown, structured=structured, audit=codes
+            tool=served.name,
+            content=shown,
+            structured=structured,
+            audit=codes,
+            notice=[messages.text(lang, code) for code in codes],
         )
         return payload, evidence
 
