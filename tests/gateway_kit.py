@@ -50,7 +50,7 @@ def git_deployment(root: Path, extra: str = "", policies: str = GIT_POLICIES) ->
 
 
 SERVER = Path(__file__).with_name("upstream_server.py")
-FAKE_TOOLS = ("echo", "leak", "inject", "empty", "fail", "crash", "hang", "garbage")
+FAKE_TOOLS = ("echo", "leak", "inject", "empty", "fail", "crash", "hang", "garbage", "mutate")
 FAKE_POLICIES = "".join(
     f'\n[tools."fake.{name}"]\nread_only = true\n'
     + ('args.text = { type = "string", required = true, max_length = 1000 }\n' if name == "echo" else "")
@@ -58,7 +58,9 @@ FAKE_POLICIES = "".join(
 )  # fmt: skip
 
 
-def fake_upstream(transport: str = "stdio", *, url: str = "", timeout_s: float = 3) -> str:
+def fake_upstream(
+    transport: str = "stdio", *, url: str = "", timeout_s: float = 3, on_change: str = "withhold"
+) -> str:
     """The config of the test upstream (:mod:`tests.upstream_server`), for 灵通."""
     where = (
         f'url = "{url}"'
@@ -71,6 +73,7 @@ name = "fake"
 {where}
 members = ["灵通"]
 timeout_s = {timeout_s}
+on_change = "{on_change}"
 
 [[upstreams.evidence]]
 tool = "echo"

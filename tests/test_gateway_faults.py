@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
+from lingyi.server import GuardApp, build_server
 from tests.gateway_kit import FAKE_POLICIES, fake_upstream, git_deployment
 from tests.test_server import Deployment, with_client
 
@@ -67,3 +69,60 @@ def test_an_unreachable_upstream_serves_nothing_and_the_rest_is_served(tmp_path:
     assert not [n for n in names if n.startswith("fake.")]
     assert "git.git_log" not in names  # this deployment's policies own only fake.* upstream tools
     assert "search_knowledge" in names
+
+
+def _with_app(dep: Deployment, body: Any) -> GuardApp:
+    """Run ``body(client, app)`` over an in-process client; returns the closed app."""
+    app = GuardApp(dep.config())
+
+    async def main() -> None:
+        try:
+            async with Client(build_server(app)) as client:
+                with anyio.fail_after(60):
+                    await body(client, app)
+        finally:
+            app.close()
+
+    anyio.run(main)
+    return app
+
+
+async def _until(condition: Any) -> None:
+    """Wait (bounded by the caller's fail_after) for the background re-listing."""
+    while not condition():
+        await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize(("on_change", "served_after"), [("withhold", False), ("flag", True)])
+def test_a_tool_whose_definition_changes_is_flagged_and_withheld_by_policy(
+    tmp_path: Path, on_change: str, served_after: bool
+) -> None:
+    """fake.mutate changes echo's description and sends tools/list_changed: the gateway
+    re-lists, logs the change, and (withhold) stops serving echo, or (flag) serves the new
+    definition."""
+    extra = fake_upstream(timeout_s=10, on_change=on_change)
+    dep = git_deployment(tmp_path / "deploy", extra, FAKE_POLICIES)
+    seen: dict[str, Any] = {}
+
+    async def body(client: Client, app: GuardApp) -> None:
+        assert app.gateway is not None
+        gateway = app.gateway
+        seen["before"] = (await client.call_tool("fake.echo", {"text": "a"})).is_error
+        await client.call_tool("fake.mutate", {})
+        await _until(
+            lambda: (
+                "fake.echo" in gateway.withheld
+                or "id_rsa" in (gateway.tools["fake.echo"].tool.description or "")
+            )
+        )
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        seen["listed"] = "fake.echo" in listed
+        seen["description"] = listed["fake.echo"].description if "fake.echo" in listed else ""
+        seen["after"] = (await client.call_tool("fake.echo", {"text": "b"})).is_error
+
+    _with_app(dep, body)
+    assert seen["before"] is False
+    assert seen["listed"] is served_after
+    assert seen["after"] is (not served_after)
+    if served_after:
+        assert "id_rsa" in seen["description"]

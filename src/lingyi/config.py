@@ -403,6 +403,11 @@ class UpstreamEntry(_Strict):
         default_factory=list,
         description="Evidence extracted from results, per tool (e.g. commit SHAs from git_log).",
     )
+    on_change: Literal["withhold", "flag"] = Field(
+        "withhold",
+        description="A tool whose description or schema changes after start-up (a rug pull): "
+        "withhold it until the guard restarts (reviewed), or only flag it in the log.",
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamEntry:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +77,9 @@ class Gateway:
         }
         self.tools: dict[str, ServedTool] = {}
         self.unavailable: list[str] = []  # upstreams that could not be listed at start-up
+        self.withheld: set[str] = set()  # changed (or removed) since start-up: not served
+        self.on_update: Callable[[], None] | None = None  # definitions changed: re-merge
+        self._lock = threading.Lock()
         for name in self.connections:
             self._list(name)
 
@@ -94,7 +99,40 @@ class Gateway:
         log.info("upstream.listed", upstream=name, tools=len(listed))
 
     def _changed(self, name: str) -> None:
-        log.warning("upstream.tools_changed", upstream=name)
+        """tools/list_changed, on the portal's loop: re-list in a thread of its own (a call
+        through the portal from the loop itself would wait for itself)."""
+        threading.Thread(target=self.relist, args=(name,), daemon=True).start()
+
+    def relist(self, name: str) -> None:
+        """Re-read an upstream's tools: a changed definition is flagged in the log and, with
+        ``on_change = "withhold"``, not served until the guard restarts (reviewed)."""
+        connection = self.connections[name]
+        try:
+            listed = {f"{name}.{t.name}": t for t in connection.list_tools()}
+        except UpstreamError as exc:
+            log.error("upstream.relist_failed", upstream=name, error=str(exc))
+            return
+        with self._lock:
+            self._compare(connection.entry, listed)
+        if self.on_update is not None:
+            self.on_update()
+
+    def _compare(self, entry: UpstreamEntry, listed: dict[str, Tool]) -> None:
+        for served, tool in listed.items():
+            known = self.tools.get(served)
+            if known is None:
+                log.warning("upstream.tool_added", tool=served, served=False)  # at restart
+            elif _digest(known.tool) != _digest(tool):
+                withheld = entry.on_change == "withhold"
+                log.warning("upstream.tool_changed", tool=served, withheld=withheld)
+                if withheld:
+                    self.withheld.add(served)
+                else:
+                    self.tools[served] = ServedTool(served, entry, tool)
+        for served in [n for n, t in self.tools.items() if t.upstream is entry]:
+            if served not in listed:
+                log.warning("upstream.tool_removed", tool=served)
+                self.withheld.add(served)
 
     @property
     def digest(self) -> str:
@@ -108,7 +146,7 @@ class Gateway:
         """The member an upstream tool is served for: its policy's owner, if the upstream
         lets that member use it; None means not served."""
         served, owner = self.tools.get(name), policies.tool_owner(name)
-        if served is None or owner is None:
+        if served is None or owner is None or name in self.withheld:
             return None
         allowed = {m.id for n in served.upstream.members if (m := policies.resolve(n))}
         return owner if owner.id in allowed else None

@@ -298,6 +298,8 @@ def _gateway(app: GuardApp, config: Config) -> Gateway | None:
         return None
     gateway = Gateway(config)
     app.guard.layer.extend_policies(gateway.extend)
+    # Changed definitions (tools/list_changed): merge them into the policies again.
+    gateway.on_update = lambda: app.guard.layer.extend_policies(gateway.extend)
     return gateway
 
 
