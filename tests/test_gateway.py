@@ -217,3 +217,28 @@ def test_policy_check_reports_upstream_tools_no_policy_mentions(dep: Deployment)
     notes = json.loads(done.stdout)["upstreams"]
     assert any(n.startswith("git.git_reset:") for n in notes)
     assert not any(n.startswith("git.git_commit") for n in notes)
+
+
+def test_a_tool_owned_by_a_member_the_upstream_does_not_allow_is_not_served(
+    tmp_path: Path,
+) -> None:
+    """The git upstream allows only 灵知, but 灵通's policy owns git.git_commit: not listed,
+    and a call is rejected as a call to a tool no one owns (member.known: the caller is "(no
+    owner)"), logged, and never reaches the upstream."""
+    dep = git_deployment(tmp_path / "deploy")
+    text = dep.config_path.read_text(encoding="utf-8")
+    dep.config_path.write_text(text.replace('members = ["lingflow"]\ntimeout_s = 20', 'members = ["lingzhi"]\ntimeout_s = 20'), encoding="utf-8")  # fmt: skip
+    stage(dep.repo, "n.txt")
+    before = head(dep.repo)
+    seen: dict[str, Any] = {}
+    app = GuardApp(dep.config())
+
+    async def body(client: Client) -> None:
+        seen["names"] = {t.name for t in (await client.list_tools()).tools}
+        seen["call"] = await call(client, "git.git_commit", repo_path=str(dep.repo), message="nope")
+
+    _with_app(app, body)
+    assert "git.git_commit" not in seen["names"]
+    assert seen["call"]["error"] is True and "member.known" in seen["call"]["verdict"]["codes"]
+    assert app.gateway is not None and app.gateway.connections["git"].calls == 0
+    assert head(dep.repo) == before

@@ -143,28 +143,41 @@ class Gateway:
     # --- policies -----------------------------------------------------------------------------
 
     def owner(self, policies: PolicySet, name: str) -> MemberPolicy | None:
-        """The member an upstream tool is served for: its policy's owner, if the upstream
-        lets that member use it; None means not served."""
-        served, owner = self.tools.get(name), policies.tool_owner(name)
-        if served is None or owner is None or name in self.withheld:
-            return None
-        allowed = {m.id for n in served.upstream.members if (m := policies.resolve(n))}
-        return owner if owner.id in allowed else None
+        """The member an upstream tool is served for, or None when it is not served."""
+        owner = policies.tool_owner(name)
+        return owner if owner is not None and self._serves(policies, name, owner) else None
 
     def extend(self, policies: PolicySet) -> PolicySet:
-        """The policy set with each served upstream tool's spec merged with its schema."""
+        """The policy set with each served upstream tool's spec merged with its schema.
+
+        An upstream tool that is not served (its owner is not one of the upstream's members,
+        the upstream does not list it, or it is withheld) is left out, so ``tool.owned``
+        rejects a call to it, logged, before anything reaches the upstream.
+        """
         members = {
-            mid: member.model_copy(update={"tools": self._merged(member)})
+            mid: member.model_copy(update={"tools": self._merged(policies, member)})
             for mid, member in policies.members.items()
         }
         version = f"{policies.version}+gw{self.digest}"
         return policies.model_copy(update={"members": members, "version": version})
 
-    def _merged(self, member: MemberPolicy) -> dict[str, ToolSpec]:
-        return {
-            name: merged_spec(spec, self.tools[name].tool) if name in self.tools else spec
-            for name, spec in member.tools.items()
-        }
+    def _merged(self, policies: PolicySet, member: MemberPolicy) -> dict[str, ToolSpec]:
+        merged: dict[str, ToolSpec] = {}
+        for name, spec in member.tools.items():
+            if not self._is_upstream(name):
+                merged[name] = spec
+            elif self._serves(policies, name, member):
+                merged[name] = merged_spec(spec, self.tools[name].tool)
+        return merged
+
+    def _is_upstream(self, name: str) -> bool:
+        return name.split(".", 1)[0] in self.connections and "." in name
+
+    def _serves(self, policies: PolicySet, name: str, owner: MemberPolicy) -> bool:
+        served = self.tools.get(name)
+        if served is None or name in self.withheld:
+            return False
+        return owner.id in {m.id for n in served.upstream.members if (m := policies.resolve(n))}
 
     def unowned(self, policies: PolicySet) -> list[str]:
         """Upstream tools no policy mentions (not served: default deny)."""
