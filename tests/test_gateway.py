@@ -242,3 +242,15 @@ def test_a_tool_owned_by_a_member_the_upstream_does_not_allow_is_not_served(
     assert seen["call"]["error"] is True and "member.known" in seen["call"]["verdict"]["codes"]
     assert app.gateway is not None and app.gateway.connections["git"].calls == 0
     assert head(dep.repo) == before
+
+
+def test_a_stdio_guard_with_upstreams_keeps_stdout_protocol_only(dep: Deployment) -> None:
+    """``lingyi serve`` connects its upstreams at start-up: what it logs about them goes to
+    stderr, and stdout (the MCP protocol) stays empty when no client speaks."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [str(root / ".venv/bin/lingyi"), "--verbose", "--config", str(dep.config_path), "serve"],
+        input="", capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.stdout == ""
+    assert "upstream.listed" in done.stderr
