@@ -129,7 +129,8 @@ def test_http_refuses_missing_tokens_foreign_origins_and_bad_hosts(
 
 
 def test_http_accepts_a_token_and_allowed_origin(dep: Deployment) -> None:
-    """With a token and our own Origin, a real MCP client lists tools and searches."""
+    """With a token and our own Origin, a real MCP client lists tools and searches; the list
+    follows the token (灵依 and 灵知: search_knowledge, not 灵通's git_push)."""
     out: list[Any] = []
 
     async def body(url: str) -> None:
@@ -141,7 +142,7 @@ def test_http_accepts_a_token_and_allowed_origin(dep: Deployment) -> None:
 
     with_server(dep, body)
     assert out[0] not in (401, 403, 421)  # past auth and the Host/Origin checks
-    assert "git_push" in out[1]
+    assert "search_knowledge" in out[1] and "git_push" not in out[1]
     assert verdict(out[2])["decision"] == "approved"
 
 

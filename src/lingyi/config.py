@@ -14,6 +14,7 @@ came from (a flag, an environment variable, the file, a default), for ``lingyi c
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -375,6 +376,82 @@ class LimitsSection(_Strict):
     )
 
 
+class UpstreamEvidence(_Strict):
+    """Which parts of one upstream tool's result are evidence a later assertion may cite."""
+
+    tool: str = Field(
+        description="The upstream tool's own name (without the prefix), e.g. git_log."
+    )
+    kind: Literal["id", "url", "title"] = Field(
+        "id", description="What a match is: an evidence id, a URL or a title."
+    )
+    pattern: str | None = Field(
+        None,
+        description="Regex over the result's text; group 1 (or the whole match) is the value.",
+        examples=[r"Commit: ([0-9a-f]{40})"],
+    )
+    field: str | None = Field(
+        None, description="A key of the structured result whose value(s) are the evidence."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> UpstreamEvidence:
+        if (self.pattern is None) == (self.field is None):
+            raise ValueError("give exactly one of pattern or field")
+        if self.pattern is not None:
+            re.compile(self.pattern)  # a bad regex fails at load, naming the key
+        return self
+
+
+class UpstreamEntry(_Strict):
+    """An upstream MCP server whose tools the guard serves as <name>.<tool>, guarded."""
+
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9_-]*$",
+        description="Prefix of its tools (git → git.git_commit); letters, digits, _ and -.",
+    )
+    command: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Stdio: the command and its arguments.",
+        examples=[["python", "-m", "mcp_server_git"]],
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Stdio: extra environment variables for the command."
+    )
+    url: str | None = Field(
+        None,
+        description="Streamable HTTP: the endpoint URL.",
+        examples=["http://127.0.0.1:9000/mcp"],
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Streamable HTTP: headers sent with every request."
+    )
+    members: list[str] = Field(
+        min_length=1,
+        description="The members that may use its tools (each tool still needs a policy).",
+    )
+    timeout_s: float = Field(30.0, gt=0, description="Longest wait for one call, in seconds.")
+    connect_timeout_s: float = Field(
+        30.0, gt=0, description="Longest wait to start and initialize the upstream, in seconds."
+    )
+    evidence: list[UpstreamEvidence] = Field(
+        default_factory=list,
+        description="Evidence extracted from results, per tool (e.g. commit SHAs from git_log).",
+    )
+    on_change: Literal["withhold", "flag"] = Field(
+        "withhold",
+        description="A tool whose description or schema changes after start-up (a rug pull): "
+        "withhold it until the guard restarts (reviewed), or only flag it in the log.",
+    )
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> UpstreamEntry:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command (stdio) or url (Streamable HTTP)")
+        return self
+
+
 class ConfigFile(_Strict):
     """Keys at the top of lingyi.toml, before any table."""
 
@@ -397,6 +474,16 @@ class ConfigFile(_Strict):
     limits: LimitsSection = Field(default_factory=LimitsSection)
     server: ServerSection = Field(default_factory=ServerSection)
     judge: JudgeSection = Field(default_factory=JudgeSection)
+    upstreams: list[UpstreamEntry] = Field(
+        default_factory=list, description="Upstream MCP servers served through the guard."
+    )
+
+    @model_validator(mode="after")
+    def _unique_upstreams(self) -> ConfigFile:
+        names = [u.name for u in self.upstreams]
+        if dupes := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"upstreams: the name {dupes[0]!r} is used twice; names are prefixes")
+        return self
 
 
 OriginKind = Literal["flag", "env", "cwd", "packaged", "file", "default"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol, TypedDict, TypeVar, Unpack
 
 import structlog
@@ -100,6 +100,15 @@ class ConstraintLayer:
     def policies(self) -> PolicySet:
         store = self._policies
         return store.current() if isinstance(store, PolicyStore) else store
+
+    def extend_policies(self, fn: Callable[[PolicySet], PolicySet]) -> None:
+        """Merge something beyond the policy files (the gateway's upstream schemas) into
+        every policy set this layer verifies with, including the ones a reload brings."""
+        store = self._policies
+        if isinstance(store, PolicyStore):
+            store.extend(fn)
+        else:
+            self._policies = fn(store)
 
     def verify(
         self, assertion: Assertion, ledger: Ledger, **scope: Unpack[Scope]

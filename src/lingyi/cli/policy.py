@@ -59,11 +59,30 @@ def policy_check(app: App, folder: Path | None, as_json: bool) -> int:
             app.json({"ok": False, "folder": str(folder), "errors": items})
         return EXIT_BAD_INPUT
     policies = load_policies(folder, require_shared=required)
+    notes = _upstream_notes(config, policies)
+    for note in notes:
+        app.err(app.paint("⚠ ", err=True, fg="yellow") + note)
     if as_json:
-        app.json({"ok": True, "folder": str(folder), **_summary(policies)})
+        app.json({"ok": True, "folder": str(folder), **_summary(policies), "upstreams": notes})
     else:
         app.out(_summary_text(app, folder, policies))
     return EXIT_OK
+
+
+def _upstream_notes(config: Config, policies: PolicySet) -> list[str]:
+    """What the configured upstreams list against what the policies say: tools no policy
+    mentions (not served), policies of tools an upstream does not list. Connects to them."""
+    if not config.raw.upstreams:
+        return []
+    from lingyi.gateway import Gateway  # connecting costs a process per upstream: only here
+    from lingyi.server.tools import upstream_problems
+
+    gateway = Gateway(config)
+    try:
+        notes = [f"upstream {n}: unavailable" for n in gateway.unavailable]
+        return notes + upstream_problems(policies, gateway)
+    finally:
+        gateway.close()
 
 
 def _path_items(config: Config) -> list[dict[str, Any]]:

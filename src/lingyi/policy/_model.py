@@ -48,6 +48,9 @@ class ArgSpec(_Strict):
     git_repo: bool = False
     not_past: bool = False  # a date: today or later
     max_days_ahead: int | None = Field(None, ge=0)  # a date: at most this many days from today
+    # The argument's JSON Schema as an upstream MCP server declares it: set by the gateway for
+    # the upstream's arguments a policy leaves unconstrained (the policy's own args win).
+    json_schema: dict[str, Any] | None = None
 
 
 class ToolSpec(_Strict):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -41,6 +42,9 @@ class PolicyStore:
         self._stamp = self._fingerprint()
         self._set = load_policies(folder, require_shared=require_shared)
         self._checked = time.monotonic()
+        # The gateway merges its upstreams' tool schemas into each loaded set (see extend).
+        self._extend: Callable[[PolicySet], PolicySet] | None = None
+        self._extended: tuple[PolicySet, PolicySet] | None = None
 
     def current(self) -> PolicySet:
         now = time.monotonic()
@@ -48,7 +52,21 @@ class PolicyStore:
             with self._lock:
                 self._checked = now
                 self._maybe_reload()
-        return self._set
+        return self._with_extension(self._set)
+
+    def extend(self, fn: Callable[[PolicySet], PolicySet] | None) -> None:
+        """Apply ``fn`` to every set this store hands out (again after each reload), so an
+        upstream tool's policy is always merged with the upstream's own schema."""
+        with self._lock:
+            self._extend, self._extended = fn, None
+
+    def _with_extension(self, loaded: PolicySet) -> PolicySet:
+        fn, done = self._extend, self._extended
+        if fn is None:
+            return loaded
+        if done is None or done[0] is not loaded:
+            done = self._extended = (loaded, fn(loaded))
+        return done[1]
 
     def _fingerprint(self) -> tuple[tuple[str, int, int], ...]:
         """Policy files and lexicon files (in sub-folders) by name, mtime and size; hidden and

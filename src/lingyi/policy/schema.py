@@ -85,6 +85,8 @@ _BUILDERS: dict[str, Callable[[ArgSpec, Registries], dict[str, Any]]] = {
 
 
 def arg_schema(spec: ArgSpec, registries: Registries) -> dict[str, Any]:
+    if spec.json_schema is not None:  # an upstream's own argument, as it declares it
+        return dict(spec.json_schema)
     schema = _BUILDERS[spec.type](spec, registries)
     if spec.description:
         schema["description"] = spec.description

@@ -43,6 +43,7 @@ from lingyi.backends.traces import TraceBackend
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError
+from lingyi.gateway import Gateway
 from lingyi.guard import Guard, kb_lookup, open_kb
 from lingyi.ledger import Ledger, LedgerLimits
 from lingyi.models import (
@@ -164,6 +165,7 @@ class GuardApp:
             lookups={"knowledge_base": kb_lookup(lambda: self.kb, url_base=base)},  # active
         )
         self.ledger = Ledger(ledger_limits(config))
+        self.gateway = _gateway(self, config)
         self.data = DataRegistry(_data_sources(config), config.data_roots)
         self.log_levels: dict[str, LoggingLevel] = {}  # MCP logging/setLevel, per session
         self._kb: KnowledgeBase | None = None
@@ -218,6 +220,8 @@ class GuardApp:
             return self._idle.wait_for(lambda: self._inflight == 0, timeout_s)
 
     def close(self) -> None:
+        if self.gateway is not None:
+            self.gateway.close()
         self.guard.close()
         if self._kb is not None:
             self._kb.close()
@@ -294,6 +298,17 @@ class GuardApp:
         executed: Executed = "original" if text == content else "fallback"
         posted = PostedMessage(id=message.id, sender=message.sender, content=text, ts=message.ts)
         return success(Guarded(verdict=verdict_of(result, member, executed), result=posted))
+
+
+def _gateway(app: GuardApp, config: Config) -> Gateway | None:
+    """The upstreams, connected and listed; their schemas merged into every policy set."""
+    if not config.raw.upstreams:
+        return None
+    gateway = Gateway(config)
+    app.guard.layer.extend_policies(gateway.extend)
+    # Changed definitions (tools/list_changed): merge them into the policies again.
+    gateway.on_update = lambda: app.guard.layer.extend_policies(gateway.extend)
+    return gateway
 
 
 def _data_sources(config: Config) -> dict[str, DataSource]:

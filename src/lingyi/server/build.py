@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Tool as MCPTool
 
 from lingyi import __version__
 from lingyi.server.app import ConnectionScope, GuardApp
-from lingyi.server.auth import StaticTokens, auth_settings
+from lingyi.server.auth import StaticTokens, auth_settings, principal_of
 from lingyi.server.notifications import offer_logging
 from lingyi.server.resources import add_resources
 from lingyi.server.tools import GUARD_NOTE, ToolTable, check_tools
@@ -24,12 +25,15 @@ class GuardServer(MCPServer[ConnectionScope]):
 
     async def list_tools(self) -> list[MCPTool]:
         self.table.refresh()
-        return await super().list_tools()
+        principal = principal_of(get_access_token())
+        shown = self.table.listed(principal.members if principal else None)
+        return [t for t in await super().list_tools() if t.name in shown]
 
 
 def build_server(app: GuardApp, *, tokens: StaticTokens | None = None) -> GuardServer:
     """The MCP server over ``app``; refuses when the policies and the served tools differ."""
-    check_tools(app.policies)
+    check_tools(app.policies, tuple(u.name for u in app.config.raw.upstreams))
+
     server = GuardServer(
         ToolTable(app),
         name="lingyi-guard",

@@ -32,9 +32,11 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
 from lingyi.checks.tool import describe_problems
-from lingyi.errors import ConfigError, LingyiError, LogError
+from lingyi.errors import BackendError, ConfigError, LingyiError, LogError
+from lingyi.gateway import Gateway, UpstreamResult
+from lingyi.gateway.merge import merged_spec, unknown_policy_args
 from lingyi.kinds import kind_of
-from lingyi.models import Assertion, AssertionType, Decision, ToolCall
+from lingyi.models import Assertion, AssertionType, Decision, Evidence, ToolCall
 from lingyi.policy import (
     ArgProblem,
     PolicySet,
@@ -43,7 +45,7 @@ from lingyi.policy import (
     arg_problems,
     input_schema,
 )
-from lingyi.server.app import Caller, Ctx, Executor, GuardApp, caller_of
+from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
 from lingyi.server.executors import IMPLEMENTATIONS, Implementation
 from lingyi.server.notifications import notify
 from lingyi.server.wire import (
@@ -147,7 +149,34 @@ class ToolTable:
         for name, spec in own_tools(policies).items():
             bind, output = _OWN[name]
             self._tools[name] = self._tool(name, spec, bind(self), output, own=True)
+        self._add_upstream_tools(policies)
+
         self._version = policies.version
+
+    def _add_upstream_tools(self, policies: PolicySet) -> None:
+        """Every listed upstream tool gets an entry; tools/list shows only the served ones
+        (a policy owns it, for a member the upstream allows, bound to the caller's token)."""
+        gateway = self.app.gateway
+        for name, served in (gateway.tools if gateway else {}).items():
+            owner = policies.tool_owner(name)
+            spec = owner.tools[name] if owner else merged_spec(ToolSpec(), served.tool)
+            fn = _guarded(name, _upstream(name))
+            self._tools[name] = self._tool(name, spec, fn, Guarded[UpstreamResult])
+
+    def listed(self, members: tuple[str, ...] | None) -> set[str]:
+        """The tools a caller sees: everything but upstream tools not served, and tools
+        owned by members its token is not bound to (``None``: no token, every member)."""
+        policies, gateway = self.app.policies, self.app.gateway
+        bound = {m.id for n in members or () if (m := policies.resolve(n))}
+        shown = set()
+        for name in self._tools:
+            owner = policies.tool_owner(name)
+            if gateway and name in gateway.tools and gateway.owner(policies, name) is None:
+                continue
+            if members and owner is not None and owner.id not in bound:
+                continue
+            shown.add(name)
+        return shown
 
     def _tool(
         self, name: str, spec: ToolSpec, fn: ToolFn, output: Any, *, own: bool = False
@@ -203,6 +232,17 @@ class ToolTable:
             )
         found = arg_problems(validator, arguments, spec)
         return spec, [p for p in found if not (p.field in GUARD_JUDGES and p.kind == "enum")]
+
+
+def _upstream(name: str) -> Executor:
+    """An upstream tool's work: forward the approved call through the gateway."""
+
+    def execute(run: Run) -> tuple[UpstreamResult, list[Evidence]]:
+        if run.app.gateway is None:  # cannot happen: the tool is only built with a gateway
+            raise BackendError(f"{name}: no gateway")
+        return run.app.gateway.call(run.app.policies, name, run.owner.id, run.args)
+
+    return execute
 
 
 def _guarded(name: str, execute: Executor) -> ToolFn:
@@ -410,14 +450,20 @@ def _error(data: dict[str, Any]) -> CallToolResult:
 # --- served tools and policy tools must match --------------------------------------------
 
 
-def tool_problems(policies: PolicySet) -> list[str]:
-    """Every mismatch between the policies' tools and the implemented ones, naming both."""
+def tool_problems(policies: PolicySet, upstreams: tuple[str, ...] = ()) -> list[str]:
+    """Every mismatch between the policies' tools and the implemented ones, naming both.
+
+    ``upstreams``: the configured upstream names; their tools (``<name>.<tool>``) are
+    served by the gateway, which reports its own mismatches (:func:`upstream_problems`).
+    """
     own = own_tools(policies)
     problems: list[str] = []
     for member in policies.members.values():
         for name, spec in member.tools.items():
             where = f"{member.source}: tools.{name}"
             impl = IMPLEMENTATIONS.get(name)
+            if name.split(".", 1)[0] in upstreams and "." in name:
+                continue
             if name in own:
                 problems.append(
                     f"{where}: {name} is one of the guard's own tools; no policy may declare it"
@@ -448,9 +494,33 @@ def _arg_mismatch(where: str, spec: ToolSpec, impl: Implementation) -> list[str]
     return found
 
 
-def check_tools(policies: PolicySet) -> None:
+def upstream_problems(policies: PolicySet, gateway: Gateway) -> list[str]:
+    """Upstream tools no policy mentions (not served), and policies of upstream tools the
+    upstream does not list or whose arguments it does not declare."""
+    found = [
+        f"{name}: listed by its upstream, but no member policy mentions it, so it is not served"
+        for name in gateway.unowned(policies)
+    ]
+    prefixes = {f"{n}." for n in gateway.connections}
+    for member in policies.members.values():
+        for name, spec in member.tools.items():
+            if not any(name.startswith(p) for p in prefixes):
+                continue
+            where = f"{member.source}: tools.{name}"
+            served = gateway.tools.get(name)
+            if served is None:
+                found.append(f"{where}: its upstream does not list this tool (or is unavailable)")
+                continue
+            found += [
+                f"{where}.args.{a}: the upstream tool declares no argument {a!r}"
+                for a in unknown_policy_args(spec, served.tool)
+            ]
+    return found
+
+
+def check_tools(policies: PolicySet, upstreams: tuple[str, ...] = ()) -> None:
     """Refuse to serve when the policies and the implementations disagree."""
-    if problems := tool_problems(policies):
+    if problems := tool_problems(policies, upstreams):
         raise ConfigError(
             "the policies and the served tools do not match:\n  " + "\n  ".join(problems)
         )

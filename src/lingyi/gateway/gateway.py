@@ -1,0 +1,235 @@
+"""Every upstream of a config: connected at start-up, listed, served, called.
+
+A tool of an upstream is served as ``<name>.<tool>`` when a policy owns that name and its owner
+is one of the upstream's ``members`` (default deny: no policy, not served). The policy is
+merged with the upstream's own input schema (:mod:`.merge`) in every policy set the guard
+verifies with, so ``tool.args_schema`` and ``tool.path_allowed`` judge upstream calls exactly
+like built-in ones. An upstream that cannot be reached at start-up is logged and serves
+nothing; the guard serves the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp_types import CallToolResult, TextContent, Tool
+from pydantic import BaseModel, Field
+
+from lingyi import messages
+from lingyi.config import Config, UpstreamEntry
+from lingyi.gateway.audit import EMPTY, audit
+from lingyi.gateway.connection import Connection, UpstreamError
+from lingyi.gateway.evidence import extract
+from lingyi.gateway.merge import merged_spec
+from lingyi.models import Evidence
+from lingyi.policy import MemberPolicy, PolicySet, ToolSpec
+
+log = structlog.get_logger()
+
+
+class UpstreamResult(BaseModel):
+    """What an upstream tool returned, after the result audit."""
+
+    tool: str = Field(description="the served tool, <upstream>.<tool>")
+    content: list[str] = Field(description="the result's text parts, secrets redacted")
+    structured: dict[str, Any] | None = None
+    audit: list[str] = Field(
+        default_factory=list, description="codes of the result audit's findings"
+    )
+    notice: list[str] = Field(
+        default_factory=list, description="what each finding means for the model reading it"
+    )
+
+
+@dataclass(frozen=True)
+class ServedTool:
+    """One upstream tool as the guard may serve it."""
+
+    name: str  # <upstream>.<tool>
+    upstream: UpstreamEntry
+    tool: Tool
+
+
+def _digest(tool: Tool) -> str:
+    shown = {"d": tool.description, "s": tool.input_schema}
+    return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()
+
+
+class Gateway:
+    """The upstreams of one server and the portal (event loop thread) their clients run on."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
+        portal = self._portal_cm.__enter__()
+        self.connections = {
+            e.name: Connection(e, portal, functools.partial(self._changed, e.name))
+            for e in config.raw.upstreams
+        }
+        self.tools: dict[str, ServedTool] = {}
+        self.unavailable: list[str] = []  # upstreams that could not be listed at start-up
+        self.withheld: set[str] = set()  # changed (or removed) since start-up: not served
+        self.on_update: Callable[[], None] | None = None  # definitions changed: re-merge
+        self._lock = threading.Lock()
+        for name in self.connections:
+            self._list(name)
+
+    # --- listing ------------------------------------------------------------------------------
+
+    def _list(self, name: str) -> None:
+        connection = self.connections[name]
+        try:
+            listed = connection.list_tools()
+        except UpstreamError as exc:  # the guard serves the rest
+            log.error("upstream.unavailable", upstream=name, error=str(exc))
+            self.unavailable.append(name)
+            return
+        for tool in listed:
+            served = f"{name}.{tool.name}"
+            self.tools[served] = ServedTool(served, connection.entry, tool)
+        log.info("upstream.listed", upstream=name, tools=len(listed))
+
+    def _changed(self, name: str) -> None:
+        """tools/list_changed, on the portal's loop: re-list in a thread of its own (a call
+        through the portal from the loop itself would wait for itself)."""
+        threading.Thread(target=self.relist, args=(name,), daemon=True).start()
+
+    def relist(self, name: str) -> None:
+        """Re-read an upstream's tools: a changed definition is flagged in the log and, with
+        ``on_change = "withhold"``, not served until the guard restarts (reviewed)."""
+        connection = self.connections[name]
+        try:
+            listed = {f"{name}.{t.name}": t for t in connection.list_tools()}
+        except UpstreamError as exc:
+            log.error("upstream.relist_failed", upstream=name, error=str(exc))
+            return
+        with self._lock:
+            self._compare(connection.entry, listed)
+        if self.on_update is not None:
+            self.on_update()
+
+    def _compare(self, entry: UpstreamEntry, listed: dict[str, Tool]) -> None:
+        for served, tool in listed.items():
+            known = self.tools.get(served)
+            if known is None:
+                log.warning("upstream.tool_added", tool=served, served=False)  # at restart
+            elif _digest(known.tool) != _digest(tool):
+                withheld = entry.on_change == "withhold"
+                log.warning("upstream.tool_changed", tool=served, withheld=withheld)
+                if withheld:
+                    self.withheld.add(served)
+                else:
+                    self.tools[served] = ServedTool(served, entry, tool)
+        for served in [n for n, t in self.tools.items() if t.upstream is entry]:
+            if served not in listed:
+                log.warning("upstream.tool_removed", tool=served)
+                self.withheld.add(served)
+
+    @property
+    def digest(self) -> str:
+        """Of every listed definition: part of the policy version the guard verifies with."""
+        parts = sorted(f"{n}:{_digest(t.tool)}" for n, t in self.tools.items())
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+    # --- policies -----------------------------------------------------------------------------
+
+    def owner(self, policies: PolicySet, name: str) -> MemberPolicy | None:
+        """The member an upstream tool is served for, or None when it is not served."""
+        owner = policies.tool_owner(name)
+        return owner if owner is not None and self._serves(policies, name, owner) else None
+
+    def extend(self, policies: PolicySet) -> PolicySet:
+        """The policy set with each served upstream tool's spec merged with its schema.
+
+        An upstream tool that is not served (its owner is not one of the upstream's members,
+        the upstream does not list it, or it is withheld) is left out, so ``tool.owned``
+        rejects a call to it, logged, before anything reaches the upstream.
+        """
+        members = {
+            mid: member.model_copy(update={"tools": self._merged(policies, member)})
+            for mid, member in policies.members.items()
+        }
+        version = f"{policies.version}+gw{self.digest}"
+        return policies.model_copy(update={"members": members, "version": version})
+
+    def _merged(self, policies: PolicySet, member: MemberPolicy) -> dict[str, ToolSpec]:
+        merged: dict[str, ToolSpec] = {}
+        for name, spec in member.tools.items():
+            if not self._is_upstream(name):
+                merged[name] = spec
+            elif self._serves(policies, name, member):
+                merged[name] = merged_spec(spec, self.tools[name].tool)
+        return merged
+
+    def _is_upstream(self, name: str) -> bool:
+        return name.split(".", 1)[0] in self.connections and "." in name
+
+    def _serves(self, policies: PolicySet, name: str, owner: MemberPolicy) -> bool:
+        served = self.tools.get(name)
+        if served is None or name in self.withheld:
+            return False
+        return owner.id in {m.id for n in served.upstream.members if (m := policies.resolve(n))}
+
+    def unowned(self, policies: PolicySet) -> list[str]:
+        """Upstream tools no policy mentions (not served: default deny)."""
+        return sorted(n for n in self.tools if policies.tool_owner(n) is None)
+
+    # --- calls --------------------------------------------------------------------------------
+
+    def call(
+        self, policies: PolicySet, name: str, member: str, arguments: dict[str, Any]
+    ) -> tuple[UpstreamResult, list[Evidence]]:
+        """Forward one approved call; the audited result and the evidence it holds."""
+        served = self.tools.get(name)
+        owner = self.owner(policies, name)
+        if served is None or owner is None or owner.id != member:
+            raise UpstreamError(f"{name} is not served for {member}")
+        result = self.connections[served.upstream.name].call(served.tool.name, arguments)
+        return self._received(served, result)
+
+    def _received(
+        self, served: ServedTool, result: CallToolResult
+    ) -> tuple[UpstreamResult, list[Evidence]]:
+        texts = [_text_of(part) for part in result.content]
+        if result.is_error:  # a failed result: no evidence, so no later claim can rest on it
+            raise UpstreamError(f"{served.name} failed upstream: {' '.join(texts)[:500]}")
+        shown, structured, codes = audit(texts, result.structured_content)
+        if codes:  # names and codes only: the content may hold what was redacted
+            log.warning("upstream.audit", tool=served.name, codes=codes)
+        evidence = (
+            []
+            if EMPTY in codes
+            else extract(served.upstream.evidence, served.name, "\n".join(texts), structured)
+        )
+        lang = self.config.language
+        payload = UpstreamResult(
+            tool=served.name,
+            content=shown,
+            structured=structured,
+            audit=codes,
+            notice=[messages.text(lang, code) for code in codes],
+        )
+        return payload, evidence
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            try:
+                connection.close()
+            except Exception as exc:  # closing a dead upstream must not stop the others
+                log.warning("upstream.close_failed", upstream=connection.entry.name, error=str(exc))
+        self._portal_cm.__exit__(None, None, None)
+
+
+def _text_of(part: Any) -> str:
+    if isinstance(part, TextContent):
+        return part.text
+    return f"[{getattr(part, 'type', 'content')}]"  # images, resources: named, not inlined
