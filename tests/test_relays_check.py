@@ -69,6 +69,8 @@ DECLARED = [
     ("LingFlow says the v2.9 nightly build is on hold until the key is done.", True),
     ("LingFlow says that after the key rotation the v2.9 nightly build was released.", False),
     ("灵通说等到签名密钥轮换完成，v2.9 的夜间构建就已经发布了", False),
+    ("LingFlow said if you ask me the v2.9 nightly build is released.", False),  # no condition
+    ("LingFlow says, unless I misread, that the v2.9 nightly build was released.", False),
     # 这周一条: a count this week, not Monday; "not one … at all" is none
     ("灵研说 exp-90 这周一条重复样本都没有去掉", False),  # r-3: 37 removed
 ]

@@ -588,19 +588,32 @@ _POSTPOSED = ("之后", "以后")
 _PREPOSED = frozenset({"until", "unless", "once", "pending", "if", "等到", "一旦", "如果", "除非"})
 
 
-def _conditions(text: str) -> bool:
-    """Does the clause hold a condition ("once it is tagged", 等到…之后)?"""
-    return any(m.group() in _PREPOSED or m.group() in _POSTPOSED for m in _CONDITION.finditer(text))
+def _conditions(text: str, said: list[_Hit]) -> bool:
+    """Does the clause hold a condition ("ships once it is tagged", 等到…之后)? A preposed one
+    only after something the main clause says (``said``: its states and actions): "if you
+    ask me, it is released" claims the release."""
+    for found in _CONDITION.finditer(text):
+        if found.group() in _POSTPOSED:
+            return True
+        if found.group() in _PREPOSED and any(h.end <= found.start() for h in said):
+            return True
+    return False
 
 
-def _conditional(text: str, hit: _Hit) -> bool:
+def _conditional(text: str, hit: _Hit, status: list[_Hit]) -> bool:
     """A state inside a condition is not asserted: "on hold until the review is done",
-    "安全评审完成之后再发" (the release is held; the review's state is not claimed)."""
+    "安全评审完成之后再发" (the release is held; the review's state is not claimed). A condition
+    word counts only after the main clause's own state: in "if you ask me, it is released"
+    the condition comes first and the release is claimed."""
     for found in _CONDITION.finditer(text):
         if found.group() in _POSTPOSED:
             if hit.end <= found.start() <= hit.end + 2:
                 return True
-        elif found.group() in _PREPOSED and found.end() <= hit.start:
+        elif (
+            found.group() in _PREPOSED
+            and found.end() <= hit.start
+            and any(h.end <= found.start() and h.group not in _CUES for h in status)
+        ):
             return True
     return False
 
@@ -611,7 +624,7 @@ def _states(status: list[_Hit], actions: list[_Hit], text: str, denied_act: bool
     states: set[str] = set()
     negators = [h for h in status if h.group in _NEGATING]
     for hit in status:
-        if hit.group in _CUES or _conditional(text, hit):
+        if hit.group in _CUES or _conditional(text, hit, status):
             continue
         negated = any(n.end <= hit.start <= n.end + 5 for n in negators)
         states.add(_NEGATED_STATE.get(hit.group, "") if negated else hit.group)
@@ -622,7 +635,8 @@ def _states(status: list[_Hit], actions: list[_Hit], text: str, denied_act: bool
         progress = True
     marked = any(h.group == PERFECTIVE for h in status) or bool(_EN_PERFECT.search(text))
     after_action = any(text[h.end : h.end + 3].lstrip().startswith("了") for h in actions)
-    perfective = (marked and not _conditions(text)) or after_action
+    said = [h for h in (*status, *actions) if h.group not in _CUES]
+    perfective = (marked and not _conditions(text, said)) or after_action
     if perfective and not progress and not negators:
         states.add(DONE)
     return frozenset(states)
