@@ -78,11 +78,11 @@ RULES = [
     ("索引上线礼拜四，这事稳了", "flagged"),  # certainty in its own clause vouches for the sentence
     ("The index lands Thursday, no two ways about it, for certain.", "flagged"),
     ("稳了，上周四的评审已经完成", "passes"),  # certainty about the past
-    # a modal with "be" and a number is a measured forecast; with a place or time, a schedule
+    # a quantity that will be zero or back down is a forecast; a setting or a schedule is not
     ("The glossary's error count'll be zero by Friday.", "flagged"),
-    ("Next quarter's recall will be 0.88.", "flagged"),
-    ("下个月的命中率会到 0.93", "flagged"),
+    ("By Friday the queue will be back under 100.", "flagged"),
     ("The glossary review will be at 10 on Friday.", "passes"),
+    ("The new page size will be 20 entries from Friday.", "passes"),
     ("评审会到十点才开始吗？", "passes"),  # a question asks
     # events that were missing from the lexicon: passing a review, coming back, rolling out
     ("词表 v2 将于下周通过验收", "flagged"),
