@@ -18,7 +18,7 @@ from lingyi.answers import ANSWER
 from lingyi.council import MemoryCouncil
 from lingyi.layer import ConstraintLayer
 from lingyi.ledger import Ledger
-from lingyi.models import Evidence, VerificationResult
+from lingyi.models import Assertion, Evidence, VerificationResult
 from lingyi.policy import PolicySet
 
 KB = "https://kb.example.org"
@@ -332,3 +332,30 @@ def _dump(result: VerificationResult) -> str:
 def test_outputs_are_json(layer: ConstraintLayer, tmp_path: Path) -> None:
     """The outputs are plain JSON (they go to the log and to replay's output line)."""
     assert json.loads(_dump(answer(layer, searched(), f"[x]({KB}/qg-001)")))["gate"] == "open"
+
+
+# --- length ------------------------------------------------------------------------------
+
+LENGTHS = [
+    # (characters, kind, rejected by pre.content?) — an answer may be twice a statement's length
+    (5000, "answer", False),
+    (5000, "fact", True),
+    (7900, "answer", False),
+    (8100, "answer", True),  # past [limits] max_text_chars too
+]
+
+
+@pytest.mark.parametrize(("size", "kind", "rejected"), LENGTHS)
+def test_answers_may_be_longer_than_statements(
+    layer: ConstraintLayer, size: int, kind: str, rejected: bool
+) -> None:
+    """A whole answer with its citations gets 8,000 characters, a statement 4,000."""
+    line = f"[{FOUND[0].title}]({FOUND[0].url}) 记载了气功的源流。\n"
+    text = (line * (size // len(line) + 1))[:size]
+    if kind == "answer":
+        result = answer(layer, searched(), text)
+    else:
+        result = layer.verify(Assertion(member="lingzhi", type="fact", content=text), searched())
+    content = next((c for c in result.checks if c.code in ("pre.content", "pre.size")), None)
+    failed = any(c.code in ("pre.content", "pre.size") and not c.passed for c in result.checks)
+    assert failed is rejected, content.reason if content else result.reason
