@@ -27,6 +27,7 @@ RECORD = [
     ("r-3", "lingresearch", "exp-90 清洗完成：共 4,100 条样本，去重 37 条。"),
     ("r-4", "lingzhi", "The 大学 reading notes were finalised on Thursday; 6 sections."),
     ("r-5", "lingzhi", "The lantern festival stream had 3,400 viewers."),
+    ("r-6", "lingflow", "v3.0 的发布暂缓，等待签名密钥轮换。"),
 ]
 
 
@@ -70,6 +71,10 @@ DECLARED = [
     ("LingFlow says that after the key rotation the v2.9 nightly build was released.", False),
     ("灵通说等到签名密钥轮换完成，v2.9 的夜间构建就已经发布了", False),
     ("LingFlow said if you ask me the v2.9 nightly build is released.", False),  # no condition
+    ("灵通说 v3.0 的发布暂缓，等签名密钥轮换完成", True),  # waiting: the rotation not claimed
+    ("靈通說 v3.0 的發佈暫緩到簽名密鑰輪換完成為止", True),  # traditional script
+    ("灵通说等密钥轮换完成，v3.0 已经发布了", False),  # the release is claimed
+    ("灵通说 v3.0 发布才两天", False),
     ("LingFlow says, unless I misread, that the v2.9 nightly build was released.", False),
     # 这周一条: a count this week, not Monday; "not one … at all" is none
     ("灵研说 exp-90 这周一条重复样本都没有去掉", False),  # r-3: 37 removed

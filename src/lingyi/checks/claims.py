@@ -175,7 +175,7 @@ _TIME = re.compile(
 _NUMBER_AT = re.compile(r"(?<![a-z0-9_.\-#])\d+(?:,\d{3})*(?:\.\d+)?%?")
 # "until PR #482 is merged", "once it is tagged": a condition, not work done.
 _CONDITION = re.compile(
-    r"\b(?:until|unless|once|pending|if|when|before|after)\b|等到|之后|以后|一旦|如果|除非"
+    r"\b(?:until|unless|once|pending|if|when|before|after)\b|等到|之后|以后|之前|为止|一旦|如果|除非"
 )
 _EN_PERFECT = re.compile(
     r"\b(?:has|have|had)\s+(?:already\s+|just\s+|now\s+|also\s+)?(?:been\s+)?"
@@ -582,7 +582,9 @@ def _labels(unit: str) -> bool:
     return fam is not None and fam != "trend"
 
 
-_POSTPOSED = ("之后", "以后")
+_POSTPOSED = ("之后", "以后", "之前", "为止")
+# A clause that opens by waiting ("等安全评审完成") states what it waits for, not that it is done.
+_WAITING = re.compile(r"^\W*(?:等到|等待|等)(?!等)")
 # Only words that make what follows a condition; "after"/"before"/"when" also narrate what
 # happened ("after the review it was cancelled" claims the cancellation).
 _PREPOSED = frozenset({"until", "unless", "once", "pending", "if", "等到", "一旦", "如果", "除非"})
@@ -605,6 +607,8 @@ def _conditional(text: str, hit: _Hit, status: list[_Hit]) -> bool:
     "安全评审完成之后再发" (the release is held; the review's state is not claimed). A condition
     word counts only after the main clause's own state: in "if you ask me, it is released"
     the condition comes first and the release is claimed."""
+    if _WAITING.match(text) and hit is max(status, key=lambda h: h.end):
+        return True
     for found in _CONDITION.finditer(text):
         if found.group() in _POSTPOSED:
             if hit.end <= found.start() <= hit.end + 2:
