@@ -101,6 +101,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         found[name] = {"rows": cli.replay(config, log), "config": config, "log": log}
         found[name]["stats"] = cli.stats(config, log)
         found[name]["full"] = cli.stats(config, log, "--full")
+        found[name]["lingzhi"] = cli.stats(config, log, "--member", "lingzhi")
         found[name]["human"] = cli.run(config, log, "stats", "--days", "7")
     return found
 
@@ -134,8 +135,8 @@ def test_the_rollout_changes_decisions_when_enforced(runs: dict[str, Any]) -> No
 
 
 def test_shadow_would_have_figures_equal_the_enforcing_decisions(runs: dict[str, Any]) -> None:
-    """In stats --json (rollup and --full alike), the shadow run's "would have" decisions and
-    per-check figures are the enforcing run's real ones."""
+    """In stats --json (rollup, --full and --member alike), the shadow run's "would have"
+    decisions and per-check figures are the enforcing run's real ones."""
     enforcing = runs["enforcing"]["stats"]
     for key in ("stats", "full"):
         shadow = runs["shadow"][key]["shadow"]
@@ -145,6 +146,9 @@ def test_shadow_would_have_figures_equal_the_enforcing_decisions(runs: dict[str,
         assert shadow["by_code"] == code_figures(enforcing["by_code"])
         assert shadow["verifications"] == enforcing["totals"]["total"]  # one shared file: all
     assert runs["shadow"]["stats"]["shadow"] == runs["shadow"]["full"]["shadow"]
+    member, enforced = runs["shadow"]["lingzhi"]["shadow"], runs["enforcing"]["lingzhi"]
+    assert member["would_have"] == enforced["totals"]  # --member: the member's own figures
+    assert member["by_code"] == code_figures(enforced["by_code"])
 
 
 def test_shadow_real_decisions_equal_a_run_without_the_policy(runs: dict[str, Any]) -> None:
@@ -253,6 +257,55 @@ def test_a_tool_call_in_shadow_runs_and_logs_what_would_have_been(tmp_path: Path
     assert record["decision"] == "approved"
     assert record["shadow"]["decision"] == "rejected"
     assert record["shadow"]["codes"] == ["pre.obfuscation"]
+
+
+def test_an_upstream_tool_call_in_shadow_reaches_the_upstream(tmp_path: Path) -> None:
+    """Gateway tools take the same path: a shadow check failing fake.echo lets the call reach
+    the upstream (its echo comes back) and logs that it would have been rejected."""
+    from tests.gateway_kit import FAKE_POLICIES, fake_upstream, git_deployment
+    from tests.test_server import with_client
+
+    rollout = '\n[[checks]]\ncheck = "pre.obfuscation"\nstage = "pre_check"\nmode = "shadow"\n'
+    rollout += 'tools = ["fake.echo"]\nparams = { fields = ["text"] }\n'
+    dep = git_deployment(tmp_path / "deploy", fake_upstream(timeout_s=10), FAKE_POLICIES + rollout)
+    seen: dict[str, Any] = {}
+
+    async def body(client: Any) -> None:
+        for text in ("hel\u200blo world", "你好，世界"):
+            seen[text] = await client.call_tool("fake.echo", {"text": text})
+
+    with_client(dep, body)
+    assert all(not r.is_error for r in seen.values())
+    assert "world" in str(seen["hel\u200blo world"].structured_content)
+    records = [line.record for line in read_log(dep.log) if line.record]
+    echoes = [r for r in records if (r.get("tool_call") or {}).get("name") == "fake.echo"]
+    assert [r["decision"] for r in echoes] == ["approved", "approved"]
+    assert [r["shadow"]["decision"] for r in echoes] == ["rejected", "approved"]
+    assert (
+        echoes[0]["shadow"]["codes"] == ["pre.obfuscation"] and echoes[1]["shadow"]["codes"] == []
+    )
+
+
+LONG = {  # over the rollout's 60 characters, nothing else wrong with them
+    "zh": "今天下午的例会上大家一起回顾了本周的工作安排，讨论了下周的分工，会议记录已经整理好并发给了每一位参会的成员，"
+    "请大家有空的时候看一看。",
+    "en": "We went through this week's plan at the afternoon meeting and shared out next week's work.",
+}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_verify_shows_the_shadow_decision(
+    runs: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path, lang: str
+) -> None:
+    """lingyi verify --json carries the shadow object; the text marks the shadow check and
+    says what enforcing would have decided."""
+    config, log = runs["shadow"]["config"], tmp_path / "verify.jsonl"
+    args = ["verify", "--member", "lingyi", "--type", "communication", "--content", LONG[lang]]
+    line = json.loads(run(config, log, capsys, *args, "--json"))
+    assert line["shadow"]["codes"] == ["pre.content"] and line["shadow"]["decision"] == "rejected"
+    assert line["decision"] == "approved"
+    text = run(config, log, capsys, *args)
+    assert "[shadow: reject]" in text and "shadow: would have been rejected (pre.content)" in text
 
 
 # --- the policy files ----------------------------------------------------------------------
