@@ -21,8 +21,8 @@ from tests.test_server import deploy
 
 # Top-level packages of the server stack and the HTTP clients.
 SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "uvicorn", "httpx", "httpx2")
-# Loaded only by what needs them: the git backend, the judge.
-ON_DEMAND = ("git", "anthropic")
+# Loaded only by what needs them: the git backend, the judge, telemetry ([telemetry] enabled).
+ON_DEMAND = ("git", "anthropic", "opentelemetry", "google")
 TRANSCRIPT = ROOT / "examples" / "eval" / "eval-boundary.jsonl"  # no git tool: no GitPython
 
 PROBE = """
@@ -72,7 +72,7 @@ def test_cli_commands_do_not_load_the_server_stack(
 ) -> None:
     """verify (facts and tool calls, approved and rejected, zh and en), replay, stats, report
     and log run without importing the MCP SDK, Starlette, uvicorn, httpx, GitPython (no git
-    tool is involved) or the judge's client."""
+    tool is involved), the judge's client or OpenTelemetry (telemetry is off)."""
     out = str(tmp_path / "reports")
     code, loaded = loaded_by("--config", config, *(a.replace("{tmp}", out) for a in args))
     assert code in (0, 1), args  # approved or rejected: the command itself ran

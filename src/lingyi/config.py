@@ -376,6 +376,34 @@ class LimitsSection(_Strict):
     )
 
 
+class TelemetrySection(_Strict):
+    """Decisions as OpenTelemetry spans over OTLP/HTTP, off by default (needs lingyi[telemetry])."""
+
+    # One span per verification, with member, tool, type, decision, failed check codes, the
+    # shadow decision and the latency as attributes; never the content or the arguments.
+
+    enabled: bool = Field(False, description="Export one span per guarded call.")
+    endpoint: str = Field(
+        "http://127.0.0.1:4318",
+        description="OTLP/HTTP endpoint of the collector; spans go to {endpoint}/v1/traces "
+        "(an endpoint that already ends in /v1/traces is used as it is).",
+    )
+    service_name: str = Field(
+        "lingyi-guard", min_length=1, description="The service.name of the spans' resource."
+    )
+    timeout_s: float = Field(
+        5.0,
+        gt=0,
+        description="Deadline of one export, in the background: a slow or absent collector "
+        "never delays a call; spans past the queue are dropped.",
+    )
+    headers_env: str = Field(
+        "",
+        description="Environment variable holding extra export headers as name=value pairs "
+        "separated by commas (a collector's token; never logged). Empty: none.",
+    )
+
+
 class UpstreamEvidence(_Strict):
     """Which parts of one upstream tool's result are evidence a later assertion may cite."""
 
@@ -474,6 +502,7 @@ class ConfigFile(_Strict):
     limits: LimitsSection = Field(default_factory=LimitsSection)
     server: ServerSection = Field(default_factory=ServerSection)
     judge: JudgeSection = Field(default_factory=JudgeSection)
+    telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
     upstreams: list[UpstreamEntry] = Field(
         default_factory=list, description="Upstream MCP servers served through the guard."
     )

@@ -7,6 +7,7 @@ every path, so no caller decides or writes the log itself.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Unpack
 
@@ -22,9 +23,11 @@ from lingyi.log import VerificationLog, verification_record
 from lingyi.log.setup import open_log
 from lingyi.models import Assertion, Evidence, VerificationResult
 from lingyi.policy import PolicySet, PolicyStore, load_policies
+from lingyi.telemetry import telemetry_from
 
 if TYPE_CHECKING:  # the trace client brings httpx: only a deployment with traces loads it
     from lingyi.backends.traces import TraceBackend
+    from lingyi.telemetry import Telemetry
 
 
 def trace_lookup(url: str, timeout_s: float) -> Callable[[str], bool]:
@@ -118,8 +121,16 @@ def _judge(config: Config) -> Judge | None:
 class Guard:
     """Verify, then log, in that order, before anything else happens."""
 
-    def __init__(self, layer: ConstraintLayer, log: VerificationLog, *, source: str) -> None:
+    def __init__(
+        self,
+        layer: ConstraintLayer,
+        log: VerificationLog,
+        *,
+        source: str,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self.layer, self.log, self.source = layer, log, source
+        self.telemetry = telemetry  # one span per verification, when [telemetry] is enabled
 
     @classmethod
     def from_config(
@@ -138,7 +149,8 @@ class Guard:
             judge=_judge(config),
             judge_unavailable=config.raw.judge.on_error,
         )
-        return cls(layer, open_log(config), source=source)
+        telemetry = telemetry_from(config.raw.telemetry)
+        return cls(layer, open_log(config), source=source, telemetry=telemetry)
 
     def check(
         self, assertion: Assertion, ledger: Ledger, **scope: Unpack[Scope]
@@ -149,16 +161,21 @@ class Guard:
         speaking for a member it is not bound to (``auth.member_bound``, a check like any
         other). ``scope`` is the request's policy snapshot and principal (see ``Scope``).
         """
+        started = time.time_ns()
         result = self.layer.verify(assertion, ledger, **scope)
         if (kind := kind_of(assertion.type.value)) is not None:
             result.outputs = kind.finish(assertion, result, ledger.open(assertion.session))
         self.log.append(verification_record(assertion, result, self.source, result.member))
         if found := result.found:
             ledger.record(assertion.session, result.member or assertion.member, "lookup", {}, found)
+        if self.telemetry is not None:  # after the log: the record never waits for a span
+            self.telemetry.record(assertion, result, self.source, started)
         return result
 
     def close(self) -> None:
         self.log.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
         close_judge = getattr(self.layer.judge, "close", None)  # the judge's loop and client
         if callable(close_judge):
             close_judge()

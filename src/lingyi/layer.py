@@ -8,6 +8,11 @@ optional, costly second opinion) runs only when every deterministic check passed
 check that raises is a failure (fail closed). Decision: any failed ``reject`` check →
 rejected; else any failed ``fallback`` check → fallback; else approved (``warn``
 failures are only logged).
+
+Shadow mode (``mode = "shadow"`` on a policy file or a check entry): a shadow check runs like
+any other, but its failure counts as ``warn`` for the decision, and the result carries the
+decision it would have made enforcing (:func:`shadow_verdict`), worked out from the same
+results: the checks run once.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from lingyi.models import (
     Fallback,
     OnFail,
     Principal,
+    ShadowVerdict,
     Stage,
     VerificationResult,
 )
@@ -134,6 +140,7 @@ class ConstraintLayer:
                 checks.insert(0, _too_large(oversize, self.services.max_text_chars, lang))
             result = decide(assertion, checks, lang)
             result.normalization = list(ctx.canon.changes) if assertion.content else []
+            result.shadow = shadow_verdict(assertion, checks, lang)
         else:
             result = decide(assertion, checks, lang)
         result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -175,15 +182,13 @@ class ConstraintLayer:
         ``judge_unavailable`` does, recorded as degraded."""
         waiting = [r for r in results if r.detail.get(AWAITING_JUDGE)]
         if any(r.blocking for r in results if r not in waiting):
-            return [
-                _settled(r, passed=False, on_fail=OnFail.WARN) if r in waiting else r
-                for r in results
-            ]
+            return [_as_warning(r) if r in waiting else r for r in results]
         verdict = self.judge(ctx, waiting) if self.judge is not None else None
         passed = verdict.passed if verdict else self.judge_unavailable == "pass"
         degraded = verdict is None or verdict.degraded  # no verdict of the judge's own
         settled = [
-            _settled(r, passed=passed, degraded=degraded) if r in waiting else r for r in results
+            _settled(r, passed=passed, degraded=degraded, **{JUDGED: True}) if r in waiting else r
+            for r in results
         ]
         return settled + ([verdict] if verdict else [])
 
@@ -359,7 +364,14 @@ def _run_step(ctx: CheckContext, entry: CheckEntry, func: CheckFunc, params: Any
         log.exception("check raised", check=entry.check)
         outcome = _raised(ctx, entry, exc)
     result = _result_of(entry, outcome)
-    return _on_uncertain(result, entry) if outcome.uncertain else result
+    result = _on_uncertain(result, entry) if outcome.uncertain else result
+    return _shadowed(result) if entry.shadow else result
+
+
+def _shadowed(result: CheckResult) -> CheckResult:
+    """A check in shadow mode: its failure decides as a warning; what it would have done
+    enforcing is kept beside it."""
+    return result.model_copy(update={"on_fail": OnFail.WARN, "shadow": result.on_fail})
 
 
 _OPTIONAL_TEXT = frozenset({str, type(None)})
@@ -383,6 +395,7 @@ def _result_of(entry: CheckEntry, outcome: Outcome) -> CheckResult:
         "fallback": outcome.fallback,
         "found": found,
         "uncertain": outcome.uncertain,
+        "shadow": None,
     }
     typed = (
         type(outcome.passed) is bool
@@ -413,6 +426,7 @@ def trusted(model: type[M], values: dict[str, Any]) -> M:
 
 
 AWAITING_JUDGE = "awaiting_judge"
+JUDGED = "judged"  # a result key: an uncertain check the judge (or its absence) settled
 
 
 def _on_uncertain(result: CheckResult, entry: CheckEntry) -> CheckResult:
@@ -427,8 +441,17 @@ def _on_uncertain(result: CheckResult, entry: CheckEntry) -> CheckResult:
     return result.model_copy(update={"passed": False})
 
 
-def _settled(result: CheckResult, **update: object) -> CheckResult:
+def _as_warning(result: CheckResult) -> CheckResult:
+    """An uncertain check left unsettled (something deterministic failed): a warning, in
+    shadow mode too."""
+    shadow = OnFail.WARN if result.shadow else None
+    return _settled(result, passed=False, on_fail=OnFail.WARN, shadow=shadow)
+
+
+def _settled(result: CheckResult, judged: bool = False, **update: object) -> CheckResult:
     detail = {k: v for k, v in result.detail.items() if k != AWAITING_JUDGE}
+    if judged:
+        detail[JUDGED] = True
     return result.model_copy(update={**update, "detail": detail})
 
 
@@ -459,6 +482,39 @@ def decide(assertion: Assertion, checks: list[CheckResult], language: str) -> Ve
         recommendation=_join((c.recommendation for c in blamed), language) if blamed else None,
         fallback=offered if decision is Decision.FALLBACK else None,
     )
+
+
+def shadow_verdict(
+    assertion: Assertion, checks: list[CheckResult], language: str
+) -> ShadowVerdict | None:
+    """The decision the shadow checks would have made enforcing; None when none ran.
+
+    When a shadow check would have blocked, the judge would not have run (it never runs
+    after a deterministic failure): its verdict is left out, and the uncertain checks it
+    settled fail as warnings, as the layer settles them then.
+    """
+    if not any(c.shadow is not None for c in checks):
+        return None
+    enforcing = [_enforcing(c) for c in checks]
+    codes = [c.code for c, e in zip(checks, enforcing, strict=True) if c.shadow and e.blocking]
+    if codes:
+        enforcing = [_unjudged(c) for c in enforcing if c.stage is not Stage.JUDGE]
+    would = decide(assertion, enforcing, language)
+    reason = "" if would.decision is Decision.APPROVED else would.reason
+    return ShadowVerdict(decision=would.decision, codes=codes, reason=reason)
+
+
+def _enforcing(check: CheckResult) -> CheckResult:
+    if check.shadow is None:
+        return check
+    return check.model_copy(update={"on_fail": check.shadow, "shadow": None})
+
+
+def _unjudged(check: CheckResult) -> CheckResult:
+    """An uncertain check as the layer settles it when something deterministic failed."""
+    if not check.detail.get(JUDGED):
+        return check
+    return check.model_copy(update={"passed": False, "on_fail": OnFail.WARN})
 
 
 def _reason(

@@ -108,11 +108,22 @@ class CheckResult(BaseModel):
         default_factory=list, description="what an active lookup of this check found"
     )
     uncertain: bool = False  # the check could not decide; its on_uncertain did
+    # In shadow mode (``mode = "shadow"`` in its policy): the on_fail enforcing would give.
+    # ``on_fail`` is then ``warn``, which is what the decision used.
+    shadow: OnFail | None = None
 
     @property
     def blocking(self) -> bool:
         """A failure that changes the decision (warn failures are only logged)."""
         return not self.passed and self.on_fail is not OnFail.WARN
+
+
+class ShadowVerdict(BaseModel):
+    """What the decision would have been with the shadow checks enforcing (same run)."""
+
+    decision: Decision
+    codes: list[str] = Field(default_factory=list)  # shadow checks that failed and would block
+    reason: str = ""
 
 
 class VerificationResult(BaseModel):
@@ -131,6 +142,8 @@ class VerificationResult(BaseModel):
     normalization: list[str] = Field(default_factory=list)
     # What a kind adds after the decision (a conclusion's route, an answer's sources).
     outputs: dict[str, Any] = Field(default_factory=dict)
+    # Set only when a check in shadow mode ran: the decision enforcing it would have made.
+    shadow: ShadowVerdict | None = None
 
     @property
     def failed_codes(self) -> list[str]:

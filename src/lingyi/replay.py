@@ -45,6 +45,8 @@ def output_line(result: VerificationResult) -> dict[str, Any]:
             for c in result.checks
         ],
         **result.outputs,  # a conclusion's route, an answer's sources (lingyi.kinds)
+        # Only when a check in shadow mode ran: what enforcing it would have decided.
+        **({"shadow": result.shadow.model_dump(mode="json")} if result.shadow else {}),
     }
 
 

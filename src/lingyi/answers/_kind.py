@@ -86,6 +86,7 @@ class AnswerKind:
         degraded = degraded or attempt > limit
         if degraded:
             _degrade(result)
+        _degrade_shadow(result, attempt, limit)
         closed = gates_closed(result, session)
         return {
             "sources": [] if closed or degraded else sources(assertion, session),
@@ -117,6 +118,15 @@ def _degrade(result: VerificationResult) -> None:
         note=_detail(result, "answer.attempts", "degraded_note")
         or messages.text("en", "answer.degraded.note"),
     )
+
+
+def _degrade_shadow(result: VerificationResult, attempt: int, limit: int) -> None:
+    """The shadow decision degraded as the decision would have been (same attempt count)."""
+    shadow = result.shadow
+    if shadow is None:
+        return
+    if attempt > limit or (shadow.decision is not Decision.APPROVED and attempt >= limit):
+        shadow.decision = Decision.FALLBACK
 
 
 def critic_state(result: VerificationResult) -> str:

@@ -65,6 +65,7 @@ def format_stats(s: dict[str, Any]) -> str:
     out.append(_trend_text(s))
     out.append(_codes_text(s))
     out.append(_reasons_text(s))
+    out.append(_shadow_text(s))
     out.append(_integrity_text(s["integrity"]))
     return "".join(out)
 
@@ -133,6 +134,25 @@ def _reasons_text(s: dict[str, Any]) -> str:
     if not rows:
         return ""
     return "\nTop rejection reasons\n" + text_table(["code", "count", "example"], rows)
+
+
+def _shadow_text(s: dict[str, Any]) -> str:
+    """What the checks in shadow mode would have decided (nothing when none ran)."""
+    shadow = s.get("shadow") or {}
+    if not shadow.get("verifications"):
+        return ""
+    would = shadow["would_have"]
+    decisions = " · ".join(f"{d} {would[d]} ({report.pct(would[f'{d}_rate'])})" for d in DECISIONS)
+    changed = " · ".join(f"{k} {n}" for k, n in shadow["changed"].items()) or "none"
+    lines = [
+        f"\nShadow mode: {shadow['verifications']} verifications ran checks in shadow",
+        f"Would have: {decisions}",
+        f"Changed: {changed}",
+    ]
+    rows = [[code, n, *(shadow["by_code"].get(code, {}).get(d, 0) for d in DECISIONS)]
+            for code, n in shadow["codes"].items()]  # fmt: skip
+    table = text_table(["shadow check", "would block", *DECISIONS], rows) if rows else ""
+    return "\n".join(lines) + "\n" + table
 
 
 def _integrity_text(i: dict[str, Any]) -> str:

@@ -233,7 +233,11 @@ def human(app: App, result: VerificationResult) -> str:
         lines.append(f"  fallback ({result.fallback.kind}): {shown}")
     for c in result.checks:
         mark = _mark(app, c.passed, c.on_fail == "warn")
-        lines.append(f"  {mark} {c.stage.value:<17} {c.code:<28} {c.reason}")
+        shadow = f" [shadow: {c.shadow.value}]" if c.shadow is not None else ""
+        lines.append(f"  {mark} {c.stage.value:<17} {c.code:<28} {c.reason}{shadow}")
+    if result.shadow is not None:  # the call proceeded; enforcing, this would have decided
+        codes = ", ".join(result.shadow.codes) or "-"
+        lines.append(f"shadow: would have been {result.shadow.decision.value} ({codes})")
     if route := result.outputs.get("route"):  # a conclusion: what the model does next
         note = result.outputs.get("message")
         lines.append(f"route {route}" + (f": {note}" if note else ""))

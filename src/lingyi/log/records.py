@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from lingyi.models import Assertion, CheckResult, Fallback, Stage, ToolCall, VerificationResult
 
@@ -82,6 +82,22 @@ class CheckEntry(BaseModel):
     on_fail: str
     reason: str = ""
     degraded: bool = False
+    shadow: str | None = None  # in shadow mode: the on_fail enforcing would give (else absent)
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("shadow") is None:
+            data.pop("shadow", None)  # written only for checks in shadow mode
+        return data
+
+
+class ShadowEntry(BaseModel):
+    """What a verification would have decided with its shadow checks enforcing."""
+
+    decision: str
+    codes: list[str] = Field(default_factory=list)
+    reason: str = ""
 
 
 class JudgeCriterion(BaseModel):
@@ -147,8 +163,11 @@ class VerificationRecord(RecordModel):
     outputs: dict[str, Any] | None = None  # what a conclusion or an answer adds (lingyi.kinds)
     payload: dict[str, Any] | None = None  # the structured input of a conclusion or an answer
     judge: JudgeTrace | None = None  # when the judge ran or was consulted
+    shadow: ShadowEntry | None = None  # when a check in shadow mode ran
 
-    OMIT_IF_NONE = ("member_as_given", "uncertain", "normalized", "outputs", "payload", "judge")
+    OMIT_IF_NONE = (
+        "member_as_given", "uncertain", "normalized", "outputs", "payload", "judge", "shadow",
+    )  # fmt: skip
 
 
 class Subject(BaseModel):
@@ -236,6 +255,8 @@ def verification_record(
         given["payload"] = assertion.payload
     if (trace := judge_trace(result)) is not None:
         given["judge"] = trace
+    if result.shadow is not None:
+        given["shadow"] = result.shadow.model_dump(mode="json")
     tool, fallback = assertion.tool_call, result.fallback
     return {
         "id": result.id,
@@ -282,7 +303,7 @@ def judge_trace(result: VerificationResult) -> dict[str, Any] | None:
 
 def _check_entry(check: CheckResult) -> dict[str, Any]:
     """The JSON of a :class:`CheckEntry`."""
-    return {
+    entry = {
         "stage": check.stage.value,
         "code": check.code,
         "passed": check.passed,
@@ -290,6 +311,9 @@ def _check_entry(check: CheckResult) -> dict[str, Any]:
         "reason": check.reason,
         "degraded": check.degraded,
     }
+    if check.shadow is not None:
+        entry["shadow"] = check.shadow.value
+    return entry
 
 
 # --------------------------------------------------------------------------- raw records

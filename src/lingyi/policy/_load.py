@@ -30,7 +30,14 @@ from lingyi.errors import PolicyError
 from lingyi.models import Stage
 from lingyi.policy._judge import JudgeRule, judge_rule_problems
 from lingyi.policy._lexicon import Lexicon, lexicon_fields, lexicon_path, load_lexicon
-from lingyi.policy._model import CheckEntry, MemberPolicy, PolicySet, _CommonFile, _MemberFile
+from lingyi.policy._model import (
+    CheckEntry,
+    MemberPolicy,
+    Mode,
+    PolicySet,
+    _CommonFile,
+    _MemberFile,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -256,7 +263,7 @@ class _Loader:
         for i, entry in enumerate(common.checks):
             self.shared.setdefault(entry.check, str(path))
             self._shared_entries.append((path, i, entry))
-        return _attach(common.checks, params)
+        return _attach(_moded(common.checks, common.mode), params)
 
     def _member(self, path: Path, common: list[CheckEntry]) -> MemberPolicy | None:
         data = self._read(path)
@@ -284,7 +291,7 @@ class _Loader:
             description=raw.description,
             language=raw.language,
             tools=raw.tools,
-            checks=shared + _attach(raw.checks, params),
+            checks=shared + _attach(_moded(raw.checks, raw.mode), params),
             source=str(path),
             disabled=list(raw.disable),
             judge=judge + self._shared_judge,
@@ -361,6 +368,13 @@ def _attach(entries: list[CheckEntry], params: dict[int, CheckParams]) -> list[C
     for i, entry in enumerate(entries):
         if i in params:
             entry._parsed = params[i]
+    return entries
+
+
+def _moded(entries: list[CheckEntry], mode: Mode) -> list[CheckEntry]:
+    """Each entry with its mode settled: its own ``mode``, else its file's."""
+    for entry in entries:
+        entry.mode = entry.mode or mode
     return entries
 
 

@@ -62,10 +62,16 @@ class ToolSpec(_Strict):
     args: dict[str, ArgSpec] = Field(default_factory=dict)
 
 
+Mode = Literal["enforce", "shadow"]
+
+
 class CheckEntry(_Strict):
     check: str
     stage: Stage
     on_fail: OnFail = OnFail.REJECT
+    # "shadow": the check runs and its failure is logged with the decision enforcing it would
+    # have made, while the call proceeds as if it were ``warn``. Unset: the file's ``mode``.
+    mode: Mode | None = None
     on_error: Literal["pass", "fail"] = "fail"
     # When the check answers "uncertain" (neither a match nor a contradiction): let the judge
     # decide, or count it as a pass, a failure (with on_fail) or a warning.
@@ -78,6 +84,10 @@ class CheckEntry(_Strict):
     @property
     def parsed(self) -> CheckParams:
         return self._parsed
+
+    @property
+    def shadow(self) -> bool:
+        return self.mode == "shadow"
 
     def applies(self, type_: AssertionType, tool: str | None) -> bool:
         if self.types is not None and type_ not in self.types:
@@ -109,12 +119,14 @@ class _MemberFile(_Strict):
     disable: list[str] = Field(default_factory=list)
     judge: list[JudgeRule] = Field(default_factory=list)  # where the judge runs (issue 13)
     intents: dict[str, IntentSpec] = Field(default_factory=dict)  # tasks it may declare
+    mode: Mode = "enforce"  # "shadow": every check of this file (not the shared ones) in shadow
 
 
 class _CommonFile(_Strict):
     description: str = ""
     checks: list[CheckEntry] = Field(default_factory=list)
     judge: list[JudgeRule] = Field(default_factory=list)
+    mode: Mode = "enforce"  # "shadow": every check of this shared file in shadow
 
 
 class MemberPolicy(BaseModel):

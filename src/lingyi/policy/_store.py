@@ -129,7 +129,9 @@ def _strongest(member: MemberPolicy, old: PolicySet) -> dict[str, int]:
     found: dict[str, int] = {}
     for entry in member.checks:
         if entry.check in old.shared or entry.stage is Stage.BOUNDARY:
-            found[entry.check] = max(found.get(entry.check, 0), _STRENGTH[entry.on_fail])
+            # A check put in shadow blocks nothing any more: as soft as a warning.
+            on_fail = OnFail.WARN if entry.shadow else entry.on_fail
+            found[entry.check] = max(found.get(entry.check, 0), _STRENGTH[on_fail])
     return found
 
 

@@ -211,6 +211,7 @@ class Counters:
         self.member_latency: dict[str, LatencyHistogram] = {}
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
         self.judge = JudgeFigures()  # the judge's own figures (lingyi.stats.judge)
+        self.shadow = ShadowFigures()  # what shadow checks would have decided
 
     def count(self, record: dict[str, Any], member: str, index: int, lineno: int) -> None:
         """Count one verification of ``member`` whose decision is ``DECISIONS[index]``."""
@@ -222,6 +223,7 @@ class Counters:
         if isinstance(tool, dict):
             _bump(groups["tool"], str(tool.get("name")), index)
         checks = record.get("checks")
+        failed: list[dict[str, Any]] = []
         if isinstance(checks, list):
             failed = self._checked(checks)
             if failed or index == REJECTED:
@@ -229,6 +231,8 @@ class Counters:
         self._latency(member, record.get("latency_ms"))
         if "judge" in record:
             self.judge.feed(record)
+        if "shadow" in record:
+            self.shadow.feed(record.get("shadow"), index, failed)
 
     def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
         """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
@@ -306,6 +310,76 @@ class Counters:
         for member, histogram in other.member_latency.items():
             self.member_latency.setdefault(member, LatencyHistogram()).merge(histogram)
         self.judge.merge(other.judge)
+        self.shadow.merge(other.shadow)
+
+
+class ShadowFigures:
+    """What the checks in shadow mode would have decided, as changes to the real figures.
+
+    A verification with a ``shadow`` decision moves, in the "would have" figures, from its
+    decision to the shadow one (in the totals and under each check that failed in it); every
+    other verification would have been decided as it was. Kept as differences, so that the
+    figures of any set of verifications are the sum of its parts' (chunks, rollup days).
+    """
+
+    def __init__(self) -> None:
+        self.verifications = 0  # verifications a shadow check ran in
+        self.moved: Tally = [0, 0, 0]  # would-have − actual, per decision
+        self.code_moved: dict[str, Tally] = {}  # the same under each failed check
+        self.codes: Counter[str] = Counter()  # shadow checks that would have blocked
+        self.changed: Counter[str] = Counter()  # "approved→rejected": verifications
+
+    def feed(self, shadow: object, index: int, failed: list[dict[str, Any]]) -> None:
+        """Count one verification's shadow decision (``failed``: its failed checks)."""
+        if not isinstance(shadow, dict):
+            return
+        would = _DEC_INDEX.get(str(shadow.get("decision")))
+        if would is None:
+            return  # not a decision: the verification counts as it was decided
+        self.verifications += 1
+        codes = shadow.get("codes")
+        if isinstance(codes, list):
+            self.codes.update(str(c) for c in codes)
+        if would == index:
+            return
+        self.changed[f"{DECISIONS[index]}→{DECISIONS[would]}"] += 1
+        self.moved[index] -= 1
+        self.moved[would] += 1
+        for code in (str(c.get("code")) for c in failed):  # as the real figures count them
+            tally = self.code_moved.setdefault(code, [0, 0, 0])
+            tally[index] -= 1
+            tally[would] += 1
+
+    def merge(self, other: ShadowFigures) -> None:
+        self.verifications += other.verifications
+        self.moved = _add(self.moved, other.moved)
+        for code, tally in other.code_moved.items():
+            self.code_moved[code] = _add(self.code_moved.get(code, [0, 0, 0]), tally)
+        self.codes.update(other.codes)
+        self.changed.update(other.changed)
+
+    @property
+    def empty(self) -> bool:
+        return self.verifications == 0
+
+    def as_state(self) -> dict[str, Any]:
+        return {
+            "verifications": self.verifications,
+            "moved": self.moved,
+            "code_moved": self.code_moved,
+            "codes": dict(self.codes),
+            "changed": dict(self.changed),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ShadowFigures:
+        figures = cls()
+        figures.verifications = state["verifications"]
+        figures.moved = list(state["moved"])
+        figures.code_moved = {k: list(v) for k, v in state["code_moved"].items()}
+        figures.codes.update(state["codes"])
+        figures.changed.update(state["changed"])
+        return figures
 
 
 # --------------------------------------------------------------------------- the pass

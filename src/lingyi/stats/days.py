@@ -18,7 +18,7 @@ from datetime import date, timedelta, tzinfo
 from typing import Any
 
 from lingyi.log.records import ts_key
-from lingyi.stats.aggregate import Appeals, Counters
+from lingyi.stats.aggregate import Appeals, Counters, ShadowFigures
 from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.judge import JudgeFigures
 from lingyi.stats.window import local_midnight
@@ -69,6 +69,7 @@ class Cell(Counters):
             "invalid": self.invalid,
             "invalid_examples": [list(e) for e in self.invalid_examples],
             "judge": self.judge.as_state() if self.judge.consulted else None,
+            "shadow": None if self.shadow.empty else self.shadow.as_state(),
         }
 
     @classmethod
@@ -91,6 +92,8 @@ class Cell(Counters):
         cell.invalid_examples = [(line, rid) for line, rid in state["invalid_examples"]]
         if state["judge"] is not None:
             cell.judge = JudgeFigures.from_state(state["judge"])
+        if state["shadow"] is not None:
+            cell.shadow = ShadowFigures.from_state(state["shadow"])
         return cell
 
 

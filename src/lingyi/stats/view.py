@@ -29,6 +29,10 @@ MIN_RESOLVED_APPEALS = 5
 UNKNOWN_MEMBER_CODE = "member.known"  # the layer's own check: a member no policy names
 
 
+def _plus(a: Tally, b: Tally) -> Tally:
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
 def _rate(part: int, whole: int) -> float | None:
     return None if whole == 0 else round(part / whole, 6)
 
@@ -96,6 +100,7 @@ class StatsView:
             "unknown_members": self._unknown_members(),
             "appeals": appeals_json(agg.appeals.get(("all", "")), totals["blocked"]),
             "judge": agg.judge.as_json(),
+            "shadow": self._shadow(),
             "integrity": agg.integrity.as_json(agg.chain.report),
         }
 
@@ -154,6 +159,29 @@ class StatsView:
                 "appeals": appeals_json(agg.appeals.get(("code", code)), blocked),
             }
         return out
+
+    def _shadow(self) -> dict[str, Any]:
+        """What the checks in shadow mode would have decided: the decisions and the per-check
+        figures as enforcing them would have made them (equal to the real ones when nothing
+        ran in shadow)."""
+        agg, shadow = self.agg, self.agg.shadow
+        by_code = {}
+        for code in sorted(set(agg.groups["code"]) | set(shadow.code_moved)):
+            real = agg.groups["code"].get(code, [0, 0, 0])
+            would = _plus(real, shadow.code_moved.get(code, [0, 0, 0]))
+            if sum(would):
+                by_code[code] = {
+                    "failed": sum(would),
+                    **dict(zip(DECISIONS, would, strict=True)),
+                    "blocked": would[REJECTED] + would[FALLBACK],
+                }
+        return {
+            "verifications": shadow.verifications,
+            "would_have": counts_json(_plus(agg.totals, shadow.moved)),
+            "changed": dict(sorted(shadow.changed.items())),
+            "codes": dict(sorted(shadow.codes.items())),
+            "by_code": by_code,
+        }
 
     def _by_day(self) -> list[dict[str, Any]]:
         days = zip(self.agg.window.days(), self.agg.day_tallies, strict=True)
