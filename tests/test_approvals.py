@@ -537,3 +537,41 @@ def test_approval_records_keep_the_chain_and_are_counted_by_stats(tmp_path: Path
     assert "Approvals: requested 2 · approved 1 · refused 1 · expired 0 · used 1" in text
     code, text = cli(*config, "log", "tail", "--kind", "approval", "--json")
     assert code == 0 and len(text.splitlines()) == 5
+
+
+# --- an upstream tool: the official git MCP server ----------------------------------------
+
+
+GIT_RESET = """
+[tools."git.git_reset"]
+destructive = true
+approval = "required"
+args.repo_path = { type = "path", required = true, roots = "repos", git_repo = true }
+"""
+
+
+def test_an_upstream_git_reset_waits_for_a_person_and_never_reaches_the_upstream(
+    tmp_path: Path,
+) -> None:
+    """git.git_reset (mcp-server-git over stdio) marked approval = "required": pending, and
+    the staged change is still staged (the upstream was not called); after `lingyi approve`
+    the same call reaches the upstream and unstages it."""
+    from tests.gateway_kit import GIT_POLICIES, git_deployment
+
+    dep = git_deployment(tmp_path / "d", policies=GIT_POLICIES + GIT_RESET)
+    stage(dep)
+    out: list[dict[str, Any]] = []
+    staged: list[str] = []
+
+    async def body(client: Client) -> None:
+        args = {"repo_path": str(dep.repo)}
+        out.append(await call(client, "git.git_reset", args))
+        staged.append(git(dep.repo, "diff", "--cached", "--name-only"))
+        assert cli("--config", str(dep.config_path), "approve", out[0]["approval"]["id"])[0] == 0
+        out.append(await call(client, "git.git_reset", args))
+        staged.append(git(dep.repo, "diff", "--cached", "--name-only"))
+
+    run(dep, body)
+    assert out[0]["decision"] == "pending" and out[0]["approval"]["tool"] == "git.git_reset"
+    assert staged == ["n.txt", ""]
+    assert out[1]["decision"] == "approved"

@@ -61,6 +61,7 @@ class Held:
     result: VerificationResult
     why: str
     binding: Binding
+    lang: str  # the owner's language (its policy), else the config's
 
     def request(self, via: str) -> Request:
         return Request(self.caller.session, self.call.arguments, self.why, via, self.result.id)
@@ -88,7 +89,7 @@ class ApprovalGate:
         binding = Binding(
             owner.id, principal, call.name, args_digest(call.arguments), result.policy_version
         )
-        held = Held(caller, owner, call, result, why, binding)
+        held = Held(caller, owner, call, result, why, binding, owner.language or self.language)
         ask = asker() if self.settings.elicit else None
         with self.book.mutex:
             approvals = self.book.recent()
@@ -102,7 +103,7 @@ class ApprovalGate:
                 approval = Approval(self.book.request(binding, held.request("elicitation")))
         if resumed is not None:  # the retry of a call that asked (2026-07-28)
             return self._answered(held, *resumed)
-        label = self._text("approval.elicit.approve")
+        label = self._text(held.lang, "approval.elicit.approve")
         timeout = self.settings.elicit_timeout_s
         answer = ask.ask(self._question(held), label, timeout, approval.id)
         if answer.action == "input_required":  # the question goes out with the result
@@ -137,8 +138,9 @@ class ApprovalGate:
 
     def _question(self, held: Held) -> str:
         args = json.dumps(shown_args(held.call.arguments), ensure_ascii=False)
-        principal = held.binding.principal or self._text("approval.elicit.no_principal")
+        principal = held.binding.principal or self._text(held.lang, "approval.elicit.no_principal")
         return self._text(
+            held.lang,
             "approval.elicit.ask",
             member=held.owner.name,
             principal=principal,
@@ -155,16 +157,16 @@ class ApprovalGate:
                 self.book.event(approval, "approved", by=by)
                 self.book.event(approval, "used", verification_id=held.result.id)
                 return None
-            reason = self._refusal_reason(answer)
+            reason = self._refusal_reason(held, answer)
             self.book.event(approval, "refused", by=by, reason=reason)
         return self._refused(held, approval, by, reason)
 
-    def _refusal_reason(self, answer: Answer) -> str:
+    def _refusal_reason(self, held: Held, answer: Answer) -> str:
         if answer.action == "decline":
-            return self._text("approval.refused.declined")
+            return self._text(held.lang, "approval.refused.declined")
         if answer.action == "failed":
-            return self._text("approval.refused.failed", error=answer.error)
-        return self._text("approval.refused.cancelled") + (
+            return self._text(held.lang, "approval.refused.failed", error=answer.error)
+        return self._text(held.lang, "approval.refused.cancelled") + (
             f" ({answer.error})" if answer.error else ""
         )
 
@@ -178,7 +180,9 @@ class ApprovalGate:
         for old in same:
             if old.expired_at(now):
                 self.book.event(old, "expired", by="lingyi")
-                notes.append(self._text("approval.expired.fail", old=old.id, expires=old.expires))
+                notes.append(
+                    self._text(held.lang, "approval.expired.fail", old=old.id, expires=old.expires)
+                )
         waiting = [a for a in same if a.via == "pending" and a.status == "pending"]
         if waiting:
             return self._waiting(held, waiting[-1], ["approval.pending"])
@@ -195,7 +199,7 @@ class ApprovalGate:
         if changed is not None:
             code, old = changed
             codes.append(code)
-            notes.append(self._text(f"{code}.fail", old=old.id, tool=held.call.name))
+            notes.append(self._text(held.lang, f"{code}.fail", old=old.id, tool=held.call.name))
         request = self.book.request(held.binding, held.request("pending"))
         return self._waiting(held, Approval(request), codes, notes)
 
@@ -218,6 +222,7 @@ class ApprovalGate:
         self, held: Held, approval: Approval, codes: list[str], notes: list[str] | None = None
     ) -> Reply:
         text = self._text(
+            held.lang,
             "approval.pending.fail",
             tool=held.call.name,
             why=self._why(held),
@@ -225,12 +230,14 @@ class ApprovalGate:
             expires=approval.expires,
         )
         reason = "; ".join([f"[{PENDING}] {text}", *(notes or [])])
-        hint = self._text("approval.pending.hint", id=approval.id)
+        hint = self._text(held.lang, "approval.pending.hint", id=approval.id)
         return self._reply(held, approval, "pending", codes, reason, hint)
 
     def _refused(self, held: Held, approval: Approval, by: str, reason: str) -> Reply:
-        text = self._text("approval.refused.fail", tool=held.call.name, by=by, reason=reason)
-        hint = self._text("approval.refused.hint")
+        text = self._text(
+            held.lang, "approval.refused.fail", tool=held.call.name, by=by, reason=reason
+        )
+        hint = self._text(held.lang, "approval.refused.hint")
         code = "approval.refused"
         return self._reply(held, approval, "rejected", [code], f"[{code}] {text}", hint)
 
@@ -263,7 +270,7 @@ class ApprovalGate:
 
     def _why(self, held: Held) -> str:
         codes = ", ".join(uncertain_codes(held.result))
-        return self._text(f"approval.why.{held.why}", codes=codes)
+        return self._text(held.lang, f"approval.why.{held.why}", codes=codes)
 
-    def _text(self, key: str, **values: Any) -> str:
-        return messages.text(self.language, key, **values)
+    def _text(self, lang: str, key: str, **values: Any) -> str:
+        return messages.text(lang, key, **values)
