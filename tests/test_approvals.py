@@ -537,6 +537,8 @@ def test_approval_records_keep_the_chain_and_are_counted_by_stats(tmp_path: Path
     assert "Approvals: requested 2 · approved 1 · refused 1 · expired 0 · used 1" in text
     code, text = cli(*config, "log", "tail", "--kind", "approval", "--json")
     assert code == 0 and len(text.splitlines()) == 5
+    code, text = cli(*config, "log", "tail", "--kind", "approval")
+    assert code == 0 and "APPROVAL  refused" in text and "git_commit by " in text
 
 
 # --- an upstream tool: the official git MCP server ----------------------------------------
