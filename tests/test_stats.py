@@ -586,7 +586,8 @@ def test_stats_for_is_the_cli_json(tmp_path: Path) -> None:
     assert set(direct) == {
         "schema", "window", "member", "totals", "by_member", "by_type", "by_tool", "by_code",
         "by_day", "intercepted", "latency_ms", "top_rejection_reasons", "appeals", "judge",
-        "integrity", "log", "unknown_members", "previous", "change", "largest_changes", "shadow",
+        "approvals", "integrity", "log", "unknown_members", "previous", "change",
+        "largest_changes", "shadow",
     }  # fmt: skip
 
 

@@ -264,6 +264,35 @@ class ServerSection(_Strict):
     )
 
 
+class ApprovalsSection(_Strict):
+    """Human approval of the calls a policy marks (``approval`` on a tool of a member policy)."""
+
+    ttl_s: float = Field(
+        900.0,
+        gt=0,
+        description="How long a request waits for a person, and an approval holds, in seconds.",
+    )
+    approvers: list[str] = Field(
+        default_factory=list,
+        description="Names of [[server.tokens]] that may approve through the approve_call tool "
+        "(never a request their own token made); lingyi approve needs no token.",
+        examples=[["ops"]],
+    )
+    destructive: bool = Field(
+        False,
+        description="Every tool whose policy says destructive = true needs approval, as if it "
+        'said approval = "required".',
+    )
+    elicit: bool = Field(
+        True,
+        description="Ask the person through MCP elicitation when the client declared it; "
+        "false: always answer with a pending approval id.",
+    )
+    elicit_timeout_s: float = Field(
+        300.0, gt=0, description="Longest wait for the answer to an elicitation; then refused."
+    )
+
+
 class ModelPrice(_Strict):
     """What one model costs, in US dollars per million tokens (for the judge's cost estimate)."""
 
@@ -503,6 +532,7 @@ class ConfigFile(_Strict):
     server: ServerSection = Field(default_factory=ServerSection)
     judge: JudgeSection = Field(default_factory=JudgeSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
+    approvals: ApprovalsSection = Field(default_factory=ApprovalsSection)
     upstreams: list[UpstreamEntry] = Field(
         default_factory=list, description="Upstream MCP servers served through the guard."
     )
@@ -512,6 +542,16 @@ class ConfigFile(_Strict):
         names = [u.name for u in self.upstreams]
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"upstreams: the name {dupes[0]!r} is used twice; names are prefixes")
+        return self
+
+    @model_validator(mode="after")
+    def _known_approvers(self) -> ConfigFile:
+        tokens = {t.name for t in self.server.tokens}
+        if unknown := [a for a in self.approvals.approvers if a not in tokens]:
+            raise ValueError(
+                f"approvals.approvers: {unknown[0]!r} names no [[server.tokens]] entry "
+                f"(tokens: {', '.join(sorted(tokens)) or 'none'})"
+            )
         return self
 
 

@@ -219,6 +219,8 @@ def input_error(what: str, exc: ValidationError | json.JSONDecodeError, model: A
 # what it needs (``verify`` never loads the MCP SDK, ``log`` never the constraint layer).
 COMMANDS = {
     "appeal": "appeal",
+    "approve": "approvals",
+    "approvals": "approvals",
     "completion": "completion",
     "config": "config",
     "demo": "serve",

@@ -89,8 +89,15 @@ def _stats_header(s: dict[str, Any]) -> str:
         f"Appeals: filed {app['filed']} · open {app['open']} · upheld {app['upheld']} · "
         f"overturned {app['overturned']} (false-positive rate over resolved appeals "
         f"{_measured(app)}; lower bound over all blocks "
-        f"{report.pct(app['false_positive_rate'])})\n"
+        f"{report.pct(app['false_positive_rate'])})\n" + _approvals_line(s.get("approvals") or {})
     )
+
+
+def _approvals_line(events: dict[str, int]) -> str:
+    """Human approvals of calls (lingyi.approvals), shown only when there were any."""
+    if not any(events.values()):
+        return ""
+    return "Approvals: " + " · ".join(f"{name} {n}" for name, n in events.items()) + "\n"
 
 
 def _trend_text(s: dict[str, Any]) -> str:

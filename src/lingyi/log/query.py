@@ -197,9 +197,21 @@ def format_human(record: dict[str, Any], zone: tzinfo) -> str:
         outcome = str(record.get("outcome", "?")).upper()
         text = f"{outcome:<9} appeal {record.get('appeal_id')} by {record.get('by')}: "
         text += _one_line(str(record.get("note", "")))
+    elif kind == "approval":
+        text = _approval_text(record)
     else:
         text = _verification_text(record)
     return f"{when}  {text}  [{record.get('id')}]"
+
+
+def _approval_text(record: dict[str, Any]) -> str:
+    """APPROVAL <event> <id>: member · tool (by whom, why), for a human approval's step."""
+    event = str(record.get("event", "?"))
+    text = f"APPROVAL  {event:<9} {record.get('approval_id')}: {record.get('member')} · "
+    text += str(record.get("tool"))
+    if record.get("by"):
+        text += f" by {record.get('by')}"
+    return text + (f": {_one_line(str(record['reason']))}" if record.get("reason") else "")
 
 
 def text_width(text: str) -> int:

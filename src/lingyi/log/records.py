@@ -1,8 +1,8 @@
 """What a line of the verification log holds: typed records, and helpers on raw records.
 
-Four kinds of record share the log: a ``verification`` (one per verdict), an ``appeal``
-against one, its ``appeal_resolution``, and a ``key_rotation`` (the writer's own: the chain's
-key changes). Writers build them as the models below, so a field cannot be misspelt or
+Five kinds of record share the log: a ``verification`` (one per verdict), an ``appeal``
+against one, its ``appeal_resolution``, a ``key_rotation`` (the writer's own: the chain's
+key changes), and an ``approval`` event (a person's approval of one call, lingyi.approvals). Writers build them as the models below, so a field cannot be misspelt or
 forgotten; the writer adds the envelope (``v``, ``id``, ``ts``, ``prev``, ``seq``, ``key_id``,
 ``hash``, and ``truncated`` when a value was cut to the size limit). Readers on the hot path (stats, query) keep the parsed JSON as a dict,
 because validating a model per line would cost more than reading it, and because old
@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from lingyi.models import Assertion, CheckResult, Fallback, Stage, ToolCall, VerificationResult
 
 SCHEMA_VERSION = 1
-KINDS = ("verification", "appeal", "appeal_resolution", "key_rotation")
+KINDS = ("verification", "appeal", "appeal_resolution", "key_rotation", "approval")
+APPROVAL_EVENTS = ("requested", "approved", "refused", "expired", "used")
 OUTCOMES = ("upheld", "overturned")
 
 
@@ -206,12 +207,44 @@ class AppealResolutionRecord(RecordModel):
     OMIT_IF_NONE = ("subject",)
 
 
-LogRecord = VerificationRecord | AppealRecord | AppealResolutionRecord | KeyRotationRecord
+class ApprovalRecord(RecordModel):
+    """One event in the life of a human approval of one call (lingyi.approvals).
+
+    ``requested`` carries what the approval is bound to (member, principal, tool, the digest
+    of the canonical JSON arguments, policy version, expiry) and the arguments redacted; the
+    later events (``approved``, ``refused``, ``expired``, ``used``) name the ``approval_id``
+    and repeat the binding, so each record reads on its own in ``log tail``.
+    """
+
+    kind: Literal["approval"] = "approval"
+    event: Literal["requested", "approved", "refused", "expired", "used"]
+    approval_id: str
+    session: str
+    member: str
+    principal: str | None = None  # the token the call came with (None: stdio, no token)
+    tool: str
+    args_digest: str
+    args: dict[str, Any] = Field(default_factory=dict)  # redacted, for the person who decides
+    policy_version: str
+    expires: str
+    via: Literal["pending", "elicitation"] = "pending"
+    why: Literal["required", "uncertain", "destructive"] = "required"
+    verification_id: str | None = None  # the verification the request (or use) followed
+    by: str | None = None  # who approved or refused: a login name, a token, "elicitation"
+    reason: str | None = None
+
+    OMIT_IF_NONE = ("principal", "verification_id", "by", "reason")
+
+
+LogRecord = (
+    VerificationRecord | AppealRecord | AppealResolutionRecord | KeyRotationRecord | ApprovalRecord
+)
 _MODELS: dict[str, type[LogRecord]] = {
     "verification": VerificationRecord,
     "appeal": AppealRecord,
     "appeal_resolution": AppealResolutionRecord,
     "key_rotation": KeyRotationRecord,
+    "approval": ApprovalRecord,
 }
 
 

@@ -59,6 +59,9 @@ class ToolSpec(_Strict):
     read_only: bool = False
     destructive: bool = False
     open_world: bool = False  # talks to systems beyond this machine (a push to a remote)
+    # A person approves the call first (lingyi.approvals): always, or only when a check or the
+    # judge could not decide ("uncertain"); "never" leaves it to [approvals] destructive.
+    approval: Literal["never", "required", "uncertain"] = "never"
     args: dict[str, ArgSpec] = Field(default_factory=dict)
 
 

@@ -167,6 +167,9 @@ class GuardApp:
         self.ledger = Ledger(ledger_limits(config))
         self.gateway = _gateway(self, config)
         self.data = DataRegistry(_data_sources(config), config.data_roots)
+        from lingyi.approvals import ApprovalGate  # imports the wire, which imports us
+
+        self.approvals = ApprovalGate(config, self.guard.log)
         self.log_levels: dict[str, LoggingLevel] = {}  # MCP logging/setLevel, per session
         self._kb: KnowledgeBase | None = None
         self._kb_lock = threading.Lock()
@@ -222,6 +225,7 @@ class GuardApp:
     def close(self) -> None:
         if self.gateway is not None:
             self.gateway.close()
+        self.approvals.close()
         self.guard.close()
         if self._kb is not None:
             self._kb.close()
@@ -265,6 +269,8 @@ class GuardApp:
         runnable = runnable_call(result, call)
         if runnable is None or owner is None:
             return refusal(Guarded(verdict=verdict_of(result, assertion.member)))
+        if (waits := self.approvals.hold(caller, owner, runnable, result)) is not None:
+            return waits  # a person approves first (lingyi.approvals); nothing ran
         executed: Executed = "original" if runnable is call else "fallback"
         try:
             payload, evidence = execute(Run(self, owner, runnable.arguments))

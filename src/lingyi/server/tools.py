@@ -28,9 +28,11 @@ import structlog
 from jsonschema import Draft202012Validator
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
+from lingyi import approvals
+from lingyi.approvals.tool import ApprovalAnswer, approve_tool
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import BackendError, ConfigError, LingyiError, LogError
 from lingyi.gateway import Gateway, UpstreamResult
@@ -72,7 +74,7 @@ ARGS_CODE = "tool.args_schema"
 # Named in the guard's own tools, judged (and logged) by the guard: member.known, tool.owned.
 GUARD_JUDGES = ("member", "tool_name")
 
-ToolFn = Callable[[Ctx, dict[str, Any]], Awaitable[CallToolResult]]
+ToolFn = Callable[[Ctx, dict[str, Any]], Awaitable[CallToolResult | InputRequiredResult]]
 
 
 class RawArguments(ArgModelBase):
@@ -246,9 +248,10 @@ def _upstream(name: str) -> Executor:
 
 
 def _guarded(name: str, execute: Executor) -> ToolFn:
-    async def call(ctx: Ctx, arguments: dict[str, Any]) -> CallToolResult:
+    async def call(ctx: Ctx, arguments: dict[str, Any]) -> CallToolResult | InputRequiredResult:
         app = ctx.request_context.lifespan_context.app
         caller = caller_of(ctx.request_context)
+        approvals.offer(ctx)  # the gate may ask the person (elicitation)
         # One worker thread runs verify → execute → record: a cancelled request (client gone,
         # SIGTERM) waits for it, so nothing is half done and no written record is lost.
         try:
@@ -256,7 +259,7 @@ def _guarded(name: str, execute: Executor) -> ToolFn:
         except LogError as exc:  # nothing ran: the record comes first
             reply = _unlogged(app, name, arguments, exc, wrap=True)
         await notify(ctx, caller, name, reply)
-        return reply.result
+        return approvals.input_required() or reply.result  # the person is asked (2026-07-28)
 
     return call
 
@@ -434,6 +437,7 @@ _OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
     "verify_answer": (_own_tool("verify_answer", _answer, wrap=True), Guarded[AnswerOutputs]),
     "begin_task": (_own_tool("begin_task", _task("begin"), wrap=True), Guarded[TaskOutputs]),
     "end_task": (_own_tool("end_task", _task("end"), wrap=True), Guarded[TaskOutputs]),
+    "approve_call": (approve_tool, ApprovalAnswer),
 }
 
 

@@ -28,6 +28,17 @@ class CheckBrief(BaseModel):
     reason: str
 
 
+class ApprovalBrief(BaseModel):
+    """A person's approval of this call (lingyi.approvals): the request and what to run."""
+
+    id: str
+    status: Literal["pending", "approved", "refused", "expired", "used"]
+    tool: str
+    expires: str
+    why: str = Field(description="required (the tool's policy), destructive, or uncertain")
+    command: str = Field(description="what a person runs to approve it")
+
+
 class Verdict(BaseModel):
     """The guard's decision as the calling model sees it (also the payload of a rejection)."""
 
@@ -36,7 +47,9 @@ class Verdict(BaseModel):
         "(arguments of the guard's own tools that do not form an assertion)"
     )
     member: str
-    decision: Literal["approved", "rejected", "fallback"]
+    decision: Literal["approved", "rejected", "fallback", "pending"] = Field(
+        description="pending: the guard approved, and the call waits for a person (approval)"
+    )
     codes: list[str] = Field(description="codes of the checks that failed")
     reason: str
     recommendation: str | None = None
@@ -60,6 +73,9 @@ class Verdict(BaseModel):
         default_factory=list,
         description="each rejected argument: field, kind, value given, the valid values or "
         "format (allowed, pattern, minimum, maximum, expected) and the closest valid value",
+    )
+    approval: ApprovalBrief | None = Field(
+        None, description="when the call needs a person: the approval request and its status"
     )
 
 

@@ -416,6 +416,8 @@ class LogPass:
             self._verification(line.lineno, record)
         elif kind in ("appeal", "appeal_resolution"):
             self._appeal_record(line.lineno, kind, record)
+        elif kind == "approval":
+            self._approval(line.lineno, record)
         else:
             self.integrity.other_kinds[kind] += 1
 
@@ -435,6 +437,10 @@ class LogPass:
         return key
 
     def _verification(self, lineno: int, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _approval(self, lineno: int, record: dict[str, Any]) -> None:
+        """Count one approval event (lingyi.approvals) where its subclass keeps them."""
         raise NotImplementedError
 
     def _appeal_record(self, lineno: int, kind: str, record: dict[str, Any]) -> None:
@@ -532,6 +538,7 @@ class Aggregator(LogPass, Counters):
         # and the week-over-week changes per member and check); bounded by members × codes.
         self.member_codes: dict[str, dict[str, Tally]] = {}
         self.member_checked: dict[str, Counter[str]] = {}
+        self.approvals: Counter[str] = Counter()  # approval events, by event
 
     # -- per line ----------------------------------------------------------------------
 
@@ -573,6 +580,13 @@ class Aggregator(LogPass, Counters):
         self.count(record, str(member), index, lineno)
         self._by_member_code(record.get("checks"), str(member), index)
         self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
+
+    def _approval(self, lineno: int, record: dict[str, Any]) -> None:
+        """An approval event in the window (by its own ts), of the member asked for."""
+        if self._in_window(lineno, record, record.get("ts")) is None:
+            return
+        if self.member is None or record.get("member") == self.member:
+            self.approvals[str(record.get("event"))] += 1
 
     def _by_member_code(self, checks: object, member: str, index: int) -> None:
         """Count the checks of one verification under its member (as :meth:`_checked` does)."""
@@ -625,6 +639,7 @@ class Aggregator(LogPass, Counters):
         ]
         for key, counts in other.appeals.items():
             self.appeals.setdefault(key, Appeals()).add(counts)
+        self.approvals.update(other.approvals)
         for name, codes in other.member_codes.items():
             self.add_member_codes(name, codes, other.member_checked.get(name, Counter()))
 

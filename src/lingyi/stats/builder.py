@@ -73,6 +73,17 @@ class RollupBuilder(LogPass):
             else:
                 cell.count(record, member[0], index, lineno)
 
+    def _approval(self, lineno: int, record: dict[str, Any]) -> None:
+        """Count an approval event in its own day (by its ts), in each zone."""
+        key = self.valid_ts(lineno, record, record.get("ts"))
+        if key is None:
+            return
+        member, event = member_key(record.get("member")), str(record.get("event"))
+        for zone in self.zones.values():
+            day = zone.day_for(key)
+            if day is not None:
+                day.approval(member, event)
+
     def count_appeal(
         self,
         lineno: int,

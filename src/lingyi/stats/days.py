@@ -14,6 +14,7 @@ looks like.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import date, timedelta, tzinfo
 from typing import Any
 
@@ -105,6 +106,11 @@ class Day:
         self.cells: dict[MemberKey, Cell] = {}
         # Appeals by the appealed verification's member (as text): all of them, and per code.
         self.appeals: dict[str, tuple[Appeals, dict[str, Appeals]]] = {}
+        # Approval events (lingyi.approvals) by the member of the call, then by event.
+        self.approvals: dict[MemberKey, Counter[str]] = {}
+
+    def approval(self, member: MemberKey, event: str) -> None:
+        self.approvals.setdefault(member, Counter())[event] += 1
 
     def cell(self, key: MemberKey) -> Cell:
         found = self.cells.get(key)
@@ -128,6 +134,8 @@ class Day:
             mine.add(every)
             for code, counts in by_code.items():
                 mine_by_code.setdefault(code, Appeals()).add(counts)
+        for key, events in other.approvals.items():
+            self.approvals.setdefault(key, Counter()).update(events)
 
     def as_state(self) -> dict[str, Any]:
         return {
@@ -138,6 +146,9 @@ class Day:
                 m: [every.as_list(), {c: a.as_list() for c, a in by_code.items()}]
                 for m, (every, by_code) in self.appeals.items()
             },
+            "approvals": [
+                [name, is_text, dict(e)] for (name, is_text), e in self.approvals.items()
+            ],
         }
 
     @classmethod
@@ -150,6 +161,8 @@ class Day:
                 Appeals(*every),
                 {c: Appeals(*counts) for c, counts in by_code.items()},
             )
+        for name, is_text, events in state["approvals"]:
+            day.approvals[(name, is_text)] = Counter(events)
         return day
 
 

@@ -275,6 +275,9 @@ def aggregate(builder: RollupBuilder, window: Window, member: str | None) -> Agg
         for name, (every, by_code) in day.appeals.items():
             if member is None or name == member:
                 _add_appeals(agg, name, every, by_code)
+        for (name, is_text), events in day.approvals.items():
+            if member is None or (is_text and name == member):
+                agg.approvals.update(events)
     for lineno, rid in sorted(undecided, key=lambda e: e[0]):
         agg.integrity.note(lineno, rid, "no valid decision")
     agg.pending_subjects = list(builder.pending_subjects)

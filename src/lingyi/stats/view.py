@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from lingyi.log.records import ts_key
+from lingyi.log.records import APPROVAL_EVENTS, ts_key
 from lingyi.stats.aggregate import (
     DECISIONS,
     FALLBACK,
@@ -74,6 +74,11 @@ def appeals_json(counts: Appeals | None, blocked: int) -> dict[str, Any]:
     }
 
 
+def approvals_json(events: Mapping[str, int]) -> dict[str, int]:
+    """Approval events in the window (lingyi.approvals), each event named, zeros included."""
+    return {name: int(events.get(name, 0)) for name in APPROVAL_EVENTS}
+
+
 class StatsView:
     """Turns an aggregator's counters into the documented JSON (docs/stats-json.md)."""
 
@@ -101,6 +106,7 @@ class StatsView:
             "appeals": appeals_json(agg.appeals.get(("all", "")), totals["blocked"]),
             "judge": agg.judge.as_json(),
             "shadow": self._shadow(),
+            "approvals": approvals_json(agg.approvals),
             "integrity": agg.integrity.as_json(agg.chain.report),
         }
 

@@ -1,0 +1,276 @@
+"""The gate between the guard's verdict and the tool: does this call wait for a person?
+
+:meth:`ApprovalGate.hold` runs for every call the guard would run (approved, or its
+fallback), built-in and upstream alike. A call whose tool needs approval (its policy's
+``approval``, ``[approvals] destructive``, or an uncertain check or judge) proceeds only
+under an approval bound to the same member, token, tool, argument digest and policy version,
+not expired, used once. Without one, the person is asked through MCP elicitation when the
+client can be asked; otherwise the call is answered ``pending`` with an approval id, and
+nothing runs. Every step is an ``approval`` record in the log's chain.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lingyi import messages
+from lingyi.approvals._book import Book, Clock, Request, shown_args, utc_clock
+from lingyi.approvals._elicit import Answer, Asker, asker
+from lingyi.approvals._state import Approval, Binding, args_digest
+from lingyi.config import ApprovalsSection, Config
+from lingyi.log.writer import VerificationLog
+from lingyi.models import Stage, ToolCall, VerificationResult
+from lingyi.policy import MemberPolicy, ToolSpec
+from lingyi.server.wire import ApprovalBrief, Guarded, Reply, Verdict, refusal, verdict_of
+
+if TYPE_CHECKING:
+    from lingyi.server.app import Caller
+
+PENDING = "approval.pending"
+
+
+def uncertain_codes(result: VerificationResult) -> list[str]:
+    """Checks that could not decide, and a judge that gave no verdict (degraded)."""
+    return [c.code for c in result.checks if c.uncertain or (c.stage is Stage.JUDGE and c.degraded)]
+
+
+def needed(
+    spec: ToolSpec | None, result: VerificationResult, settings: ApprovalsSection
+) -> str | None:
+    """Why this call needs a person (required, destructive, uncertain), or None."""
+    if spec is None:
+        return None
+    if spec.approval == "required":
+        return "required"
+    if settings.destructive and spec.destructive:
+        return "destructive"
+    if spec.approval == "uncertain" and uncertain_codes(result):
+        return "uncertain"
+    return None
+
+
+@dataclass(frozen=True)
+class Held:
+    """One call at the gate: who, what, why, and the guard's verdict on it."""
+
+    caller: Caller
+    owner: MemberPolicy
+    call: ToolCall
+    result: VerificationResult
+    why: str
+    binding: Binding
+    lang: str  # the owner's language (its policy), else the config's
+
+    def request(self, via: str) -> Request:
+        return Request(self.caller.session, self.call.arguments, self.why, via, self.result.id)
+
+
+class ApprovalGate:
+    """The approvals of one server: the policy's settings and the book of the log."""
+
+    def __init__(self, config: Config, log: VerificationLog, clock: Clock = utc_clock) -> None:
+        self.settings = config.raw.approvals
+        self.language = config.language
+        self.book = Book(log, self.settings.ttl_s, clock)
+
+    def close(self) -> None:
+        self.book.close()
+
+    def hold(
+        self, caller: Caller, owner: MemberPolicy, call: ToolCall, result: VerificationResult
+    ) -> Reply | None:
+        """None: the call may run now. A reply: it waits for a person, or one refused it."""
+        why = needed(owner.tools.get(call.name), result, self.settings)
+        if why is None:
+            return None
+        principal = caller.principal.name if caller.principal else None
+        binding = Binding(
+            owner.id, principal, call.name, args_digest(call.arguments), result.policy_version
+        )
+        held = Held(caller, owner, call, result, why, binding, owner.language or self.language)
+        ask = asker() if self.settings.elicit else None
+        with self.book.mutex:
+            approvals = self.book.recent()
+            if (usable := self._usable(approvals, binding)) is not None:
+                self.book.event(usable, "used", verification_id=result.id)
+                return None
+            if ask is None:
+                return self._pending(held, approvals)
+            resumed = self._resumed(held, approvals, ask)
+            if resumed is None:
+                approval = Approval(self.book.request(binding, held.request("elicitation")))
+        if resumed is not None:  # the retry of a call that asked (2026-07-28)
+            return self._answered(held, *resumed)
+        label = self._text(held.lang, "approval.elicit.approve")
+        timeout = self.settings.elicit_timeout_s
+        answer = ask.ask(self._question(held), label, timeout, approval.id)
+        if answer.action == "input_required":  # the question goes out with the result
+            return self._waiting(held, approval, [PENDING])
+        return self._answered(held, approval, answer)
+
+    def _resumed(
+        self, held: Held, approvals: dict[str, Approval], ask: Asker
+    ) -> tuple[Approval, Answer] | None:
+        """The answer a retried call carries, for a live elicitation request of this very
+        call; anything else the client echoes (another id, other arguments) is ignored."""
+        found = ask.answered()
+        approval = approvals.get(found[0]) if found is not None else None
+        if found is None or approval is None or approval.via != "elicitation":
+            return None
+        if approval.status != "pending" or approval.binding != held.binding:
+            return None
+        return (approval, found[1]) if approval.live_at(self.book.now()) else None
+
+    def _usable(self, approvals: dict[str, Approval], binding: Binding) -> Approval | None:
+        now = self.book.now()
+        return next(
+            (
+                a
+                for a in approvals.values()
+                if a.status == "approved" and a.binding == binding and a.live_at(now)
+            ),
+            None,
+        )
+
+    # -- elicitation --------------------------------------------------------------------
+
+    def _question(self, held: Held) -> str:
+        args = json.dumps(shown_args(held.call.arguments), ensure_ascii=False)
+        principal = held.binding.principal or self._text(held.lang, "approval.elicit.no_principal")
+        return self._text(
+            held.lang,
+            "approval.elicit.ask",
+            member=held.owner.name,
+            principal=principal,
+            tool=held.call.name,
+            why=self._why(held),
+            args=args,
+        )
+
+    def _answered(self, held: Held, approval: Approval, answer: Answer) -> Reply | None:
+        """Record the person's answer (the book's lock is taken here, or already held)."""
+        by = f"elicitation:{held.binding.principal or held.caller.session}"
+        with self.book.mutex:
+            if answer.approved:
+                self.book.event(approval, "approved", by=by)
+                self.book.event(approval, "used", verification_id=held.result.id)
+                return None
+            reason = self._refusal_reason(held, answer)
+            self.book.event(approval, "refused", by=by, reason=reason)
+        return self._refused(held, approval, by, reason)
+
+    def _refusal_reason(self, held: Held, answer: Answer) -> str:
+        if answer.action == "decline":
+            return self._text(held.lang, "approval.refused.declined")
+        if answer.action == "failed":
+            return self._text(held.lang, "approval.refused.failed", error=answer.error)
+        return self._text(held.lang, "approval.refused.cancelled") + (
+            f" ({answer.error})" if answer.error else ""
+        )
+
+    # -- pending ------------------------------------------------------------------------
+
+    def _pending(self, held: Held, approvals: dict[str, Approval]) -> Reply:
+        """The same call's live request again, a standing refusal, or a new request."""
+        now = self.book.now()
+        same = [a for a in approvals.values() if a.binding == held.binding]
+        notes: list[str] = []
+        for old in same:
+            if old.expired_at(now):
+                self.book.event(old, "expired", by="lingyi")
+                notes.append(
+                    self._text(held.lang, "approval.expired.fail", old=old.id, expires=old.expires)
+                )
+        waiting = [a for a in same if a.via == "pending" and a.status == "pending"]
+        if waiting:
+            return self._waiting(held, waiting[-1], ["approval.pending"])
+        refused = [
+            a for a in same if a.via == "pending" and a.status == "refused" and now < a.expires
+        ]
+        if refused:
+            last = refused[-1].events[-1] if refused[-1].events else {}
+            return self._refused(
+                held, refused[-1], str(last.get("by")), str(last.get("reason") or "")
+            )
+        codes = [PENDING, *(["approval.expired"] if notes else [])]
+        changed = self._changed(held, approvals, now)
+        if changed is not None:
+            code, old = changed
+            codes.append(code)
+            notes.append(self._text(held.lang, f"{code}.fail", old=old.id, tool=held.call.name))
+        request = self.book.request(held.binding, held.request("pending"))
+        return self._waiting(held, Approval(request), codes, notes)
+
+    def _changed(
+        self, held: Held, approvals: dict[str, Approval], now: str
+    ) -> tuple[str, Approval] | None:
+        """A live request or approval of the same caller and tool with other arguments or
+        another policy version: why it does not apply to this call."""
+        for old in reversed(list(approvals.values())):
+            binding = old.binding
+            if binding.caller() != held.binding.caller() or not old.live_at(now):
+                continue
+            if binding.args_digest != held.binding.args_digest:
+                return "approval.args_changed", old
+            if binding.policy_version != held.binding.policy_version:
+                return "approval.policy_changed", old
+        return None
+
+    def _waiting(
+        self, held: Held, approval: Approval, codes: list[str], notes: list[str] | None = None
+    ) -> Reply:
+        text = self._text(
+            held.lang,
+            "approval.pending.fail",
+            tool=held.call.name,
+            why=self._why(held),
+            id=approval.id,
+            expires=approval.expires,
+        )
+        reason = "; ".join([f"[{PENDING}] {text}", *(notes or [])])
+        hint = self._text(held.lang, "approval.pending.hint", id=approval.id)
+        return self._reply(held, approval, "pending", codes, reason, hint)
+
+    def _refused(self, held: Held, approval: Approval, by: str, reason: str) -> Reply:
+        text = self._text(
+            held.lang, "approval.refused.fail", tool=held.call.name, by=by, reason=reason
+        )
+        hint = self._text(held.lang, "approval.refused.hint")
+        code = "approval.refused"
+        return self._reply(held, approval, "rejected", [code], f"[{code}] {text}", hint)
+
+    def _reply(
+        self,
+        held: Held,
+        approval: Approval,
+        decision: str,
+        codes: list[str],
+        reason: str,
+        hint: str,
+    ) -> Reply:
+        brief = ApprovalBrief(
+            id=approval.id,
+            status=approval.status,
+            tool=held.call.name,
+            expires=approval.expires,
+            why=held.why,
+            command=f"lingyi approve {approval.id}",
+        )
+        update: dict[str, Any] = {
+            "decision": decision,
+            "codes": codes,
+            "reason": reason,
+            "recommendation": hint,
+            "approval": brief,
+        }
+        verdict: Verdict = verdict_of(held.result, held.owner.id).model_copy(update=update)
+        return refusal(Guarded(verdict=verdict))
+
+    def _why(self, held: Held) -> str:
+        codes = ", ".join(uncertain_codes(held.result))
+        return self._text(held.lang, f"approval.why.{held.why}", codes=codes)
+
+    def _text(self, lang: str, key: str, **values: Any) -> str:
+        return messages.text(lang, key, **values)
