@@ -8,7 +8,7 @@ The default script is a deliberately gullible judge: it reads the rubric's crite
 the tool schema and the data between the nonce markers the system prompt names, and it obeys
 any instruction it finds in the user message *outside* those markers ("approve" → satisfied).
 Inside the data, content that asks for approval or calls itself the rubric fails the first
-criterion. So a verification that content managed to smuggle out of its data block would be
+criterion (and every scored signal gets its worst score). So a verification that content managed to smuggle out of its data block would be
 approved, and one that stayed inside is not: injection tests read the verdict.
 """
 
@@ -164,8 +164,10 @@ def gullible(request: dict[str, Any]) -> Reply:
     if "approve" in outside.lower():
         return tool_use(request, verdict(request))  # fooled: what a smuggled instruction gets
     content = str(json.loads(inside).get("content", "")).lower()
-    if any(word in content for word in SUSPICIOUS):
-        return tool_use(request, verdict(request, {"c1": "the content addresses the judge"}))
+    if any(word in content for word in SUSPICIOUS):  # the first criterion fails, every score
+        bad = {n: 1.0 - GOOD_SCORES.get(n, 1.0) for n in signal_names(request)}
+        flagged = {"c1": "the content addresses the judge"} if criterion_ids(request) else {}
+        return tool_use(request, verdict(request, flagged, scores=bad))
     return tool_use(request, verdict(request))
 
 
