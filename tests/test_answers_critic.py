@@ -202,6 +202,8 @@ def test_a_malformed_score_is_a_review_failure(
     check = judged(result)
     assert (check.detail["outcome"], check.detail["malformed"]) == ("malformed", code), case
     assert not check.passed and check.degraded
+    if code != "schema":  # the log's trace leads with the code too
+        assert trace(result)["why"].startswith(code + ":")
     out = result.outputs
     assert (out["critic"], out["gate"], out["sources"], out["signals"]) == (
         "failed",

@@ -185,7 +185,10 @@ class Judge:
             blocks = [block.model_dump() for block in reply.content]
             verdict = parse(blocks, request.criteria, [name for name, _ in request.signals])
         except Malformed as exc:
-            return Problem("malformed", str(exc), exc.code)
+            # The log keeps the trace's why, not the check's detail: a score problem leads
+            # with its code there too (score_out_of_range: …).
+            why = str(exc) if exc.code == "schema" else f"{exc.code}: {exc}"
+            return Problem("malformed", why, exc.code)
         self.cache.put(request.key, verdict)
         return verdict
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from lingyi.checks import CheckContext
 from lingyi.config import JudgeSection
 from lingyi.models import OnFail
-from lingyi.policy import JudgeRule, Threshold, criteria_of
+from lingyi.policy import JudgeRule, criteria_of
 
 DEFAULT_RUBRICS = {
     "assertion": """Every claim of fact in the content is supported by the session's evidence or the council record
@@ -48,7 +48,7 @@ class Signal:
     source: str  # where the threshold comes from: the rule's file, or the member's
 
     def passes(self, score: float) -> bool:
-        return Threshold(min=self.min, max=self.max).passes(score)
+        return (self.min is None or score >= self.min) and (self.max is None or score <= self.max)
 
 
 @dataclass(frozen=True)
