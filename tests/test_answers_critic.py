@@ -136,6 +136,10 @@ def test_the_thresholds_are_the_policys_not_the_models(
         "maximum": 1,
     }
     assert "0.7" not in request["system"] and "ungrounded_claims:" in request["system"]
+    # No pass/fail criteria: the instructions do not ask for criterion ids (an extra field
+    # would be malformed) but for a score per signal.
+    assert "every criterion id" not in request["system"]
+    assert "no criteria field" in request["system"] and "every signal name" in request["system"]
 
 
 def test_the_log_keeps_the_scores(model: tuple[api.FakeModel, str], critic: Any) -> None:
