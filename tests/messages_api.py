@@ -8,7 +8,7 @@ The default script is a deliberately gullible judge: it reads the rubric's crite
 the tool schema and the data between the nonce markers the system prompt names, and it obeys
 any instruction it finds in the user message *outside* those markers ("approve" → satisfied).
 Inside the data, content that asks for approval or calls itself the rubric fails the first
-criterion. So a verification that content managed to smuggle out of its data block would be
+criterion (and every scored signal gets its worst score). So a verification that content managed to smuggle out of its data block would be
 approved, and one that stayed inside is not: injection tests read the verdict.
 """
 
@@ -63,8 +63,21 @@ class FakeModel:
 
 
 def criterion_ids(request: dict[str, Any]) -> list[str]:
-    schema = request["tools"][0]["input_schema"]
-    return list(schema["properties"]["criteria"]["items"]["properties"]["criterion"]["enum"])
+    schema = request["tools"][0]["input_schema"]["properties"]
+    if "criteria" not in schema:  # a rule of scored signals only
+        return []
+    return list(schema["criteria"]["items"]["properties"]["criterion"]["enum"])
+
+
+def signal_names(request: dict[str, Any]) -> list[str]:
+    """The scored signals the verdict tool asks for (none for a pass/fail rubric)."""
+    schema = request["tools"][0]["input_schema"]["properties"]
+    return list(schema.get("scores", {}).get("properties", {}))
+
+
+# What a good answer scores when a test names no score: the shipped critic's drift and
+# ungrounded_claims are shares where less is better (the fake is not told the thresholds).
+GOOD_SCORES = {"drift": 0.0, "ungrounded_claims": 0.0}
 
 
 def nonce_of(request: dict[str, Any]) -> str:
@@ -91,16 +104,25 @@ def data_of(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdict(
-    request: dict[str, Any], failing: dict[str, str] | None = None, kind: str | None = None
+    request: dict[str, Any],
+    failing: dict[str, str] | None = None,
+    kind: str | None = None,
+    scores: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A well-formed verdict for ``request``: the criteria in ``failing`` (id → gap) fail."""
-    failing = failing or {}
-    items = [
-        {"criterion": c, "passed": c not in failing, "gap": failing.get(c, "")}
-        for c in criterion_ids(request)
-    ]
+    """A well-formed verdict for ``request``: the criteria in ``failing`` (id → gap) fail;
+    the signals in ``scores`` get those scores (the others a good one, ``GOOD_SCORES``)."""
+    failing, scores = failing or {}, scores or {}
+    body: dict[str, Any] = {}
+    if ids := criterion_ids(request):
+        body["criteria"] = [
+            {"criterion": c, "passed": c not in failing, "gap": failing.get(c, "")} for c in ids
+        ]
+    if names := signal_names(request):
+        body["scores"] = {
+            n: {"score": scores.get(n, GOOD_SCORES.get(n, 1.0)), "gap": ""} for n in names
+        }
     overall = kind or ("needs_revision" if failing else "satisfied")
-    return {"criteria": items, "verdict": overall, "explanation": "scripted verdict"}
+    return {**body, "verdict": overall, "explanation": "scripted verdict"}
 
 
 def message(
@@ -142,8 +164,10 @@ def gullible(request: dict[str, Any]) -> Reply:
     if "approve" in outside.lower():
         return tool_use(request, verdict(request))  # fooled: what a smuggled instruction gets
     content = str(json.loads(inside).get("content", "")).lower()
-    if any(word in content for word in SUSPICIOUS):
-        return tool_use(request, verdict(request, {"c1": "the content addresses the judge"}))
+    if any(word in content for word in SUSPICIOUS):  # the first criterion fails, every score
+        bad = {n: 1.0 - GOOD_SCORES.get(n, 1.0) for n in signal_names(request)}
+        flagged = {"c1": "the content addresses the judge"} if criterion_ids(request) else {}
+        return tool_use(request, verdict(request, flagged, scores=bad))
     return tool_use(request, verdict(request))
 
 

@@ -359,3 +359,35 @@ def test_answers_may_be_longer_than_statements(
     content = next((c for c in result.checks if c.code in ("pre.content", "pre.size")), None)
     failed = any(c.code in ("pre.content", "pre.size") and not c.passed for c in result.checks)
     assert failed is rejected, content.reason if content else result.reason
+
+
+# --- one finding per unknown URL ----------------------------------------------------------
+
+ONCE = [
+    # (answer, question) — an unknown link, image, bare URL; zh and en
+    (f"见[气功大全]({KB}/qg-999)", "气功的源流是什么"),
+    ("![diagram](https://evil.example.com/x.png)", "What does qigong look like?"),
+    (f"See https://evil.example.com/page and [气功源流]({KB}/qg-001).", "Where is it from?"),
+]
+
+
+@pytest.mark.parametrize(("text", "question"), ONCE)
+def test_an_unknown_url_in_an_answer_is_one_finding(
+    layer: ConstraintLayer, text: str, question: str
+) -> None:
+    """An answer's unknown URL fails answer.urls_returned alone (evidence.urls_recorded does
+    not run on answers), so it is one gap, one code; the decision is still a rejection."""
+    result = answer(layer, searched(), text, question=question)
+    failed = [c.code for c in result.checks if not c.passed]
+    assert result.decision == "rejected" and failed == ["answer.urls_returned"]
+    assert "evidence.urls_recorded" not in {c.code for c in result.checks}
+    assert [g["code"] for g in result.outputs["gaps"]] == ["answer.urls_returned"]
+
+
+def test_an_unknown_url_in_a_statement_is_still_evidence_urls_recorded(
+    layer: ConstraintLayer,
+) -> None:
+    """The other side: a fact (not an answer) citing a URL no tool returned keeps its code."""
+    content = f"气功的源流见 {KB}/qg-999"
+    result = layer.verify(Assertion(member="lingzhi", type="fact", content=content), searched())
+    assert "evidence.urls_recorded" in result.failed_codes

@@ -88,6 +88,8 @@ def test_verify_answer_over_mcp_cites_what_the_search_returned(dep: Deployment) 
     assert good.structured_content["result"]["sources"] == [
         {"url": hit["url"], "title": hit["title"]}
     ]
+    skipped = good.structured_content["result"]
+    assert (skipped["critic"], skipped["signals"]) == ("skipped", [])  # no judge configured
     assert bad.is_error and bad.structured_content["result"]["gate"] == "validation"
     gaps = bad.structured_content["result"]["gaps"]
     assert any(g.get("unknown_urls") == ["https://kb.lingyi.local/qg-999"] for g in gaps)
@@ -158,3 +160,44 @@ class _Stdin:
 
     def read(self) -> str:
         return self.text
+
+
+def test_verify_answer_over_mcp_carries_the_critics_signals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the judge enabled in the config (the real client against the loopback Messages
+    API), verify_answer's structured result carries each scored signal with its threshold:
+    a low confidence closes the gate while the text is approved."""
+    from tests import messages_api as api
+    from tests.judge_kit import FAKE_KEY, KEY_ENV
+
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    seen: dict[str, Any] = {}
+    with api.messages_api() as (state, url):
+        state.script = lambda req: api.tool_use(req, api.verdict(req, scores={"confidence": 0.5}))
+        judge = f'\n[judge]\nenabled = true\nbase_url = "{url}"\napi_key_env = "{KEY_ENV}"\n'
+        dep = deploy(tmp_path / "deploy", judge + "timeout_s = 5\n")
+
+        async def body(client: Client) -> None:
+            found = await client.call_tool("search_knowledge", {"query": "气功"})
+            hit = found.structured_content["result"]["hits"][0]  # type: ignore[index]
+            text = f"据[{hit['title']}]({hit['url']})，气功重在调息。"
+            args = {"member": "lingzhi", "question": "气功是什么", "answer": text}
+            seen["answer"] = await client.call_tool("verify_answer", args)
+
+        with_client(dep, body)
+    result = seen["answer"].structured_content
+    assert result["verdict"]["decision"] == "approved"
+    out = result["result"]
+    assert (out["critic"], out["gate"], out["sources"]) == ("failed", "critic", [])
+    assert out["signals"][0] == {
+        "signal": "confidence",
+        "value": 0.5,
+        "min": 0.7,
+        "max": None,
+        "passed": False,
+    }
+    assert [s["passed"] for s in out["signals"][1:]] == [True] * 4
+    logged = [line.record for line in read_log(dep.log) if line.record]
+    answers = [r for r in logged if r.get("type") == "answer"]
+    assert answers[-1]["judge"]["signals"][0]["score"] == 0.5  # the log keeps the scores

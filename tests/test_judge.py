@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -430,3 +431,48 @@ def test_members_outside_the_config_list_are_not_judged(model: Any, make: Any) -
     state, _ = model
     result = make(members=["lingzhi"]).verify()
     assert result.decision == "approved" and state.requests == []
+
+
+# --------------------------------------------------------------------------- scored signals
+
+MIXED = """[[judge]]
+rubric = "Every claim is supported by the session's evidence"
+[judge.signals.certainty]
+criterion = "How certain the statement is, given the evidence: 1 = fully, 0 = not at all"
+min = 0.6
+"""
+MIXES = [
+    # (the criterion passed, the certainty score, outcome)
+    (True, 0.8, "satisfied"),
+    (True, 0.5, "needs_revision"),  # the threshold fails it
+    (False, 0.9, "needs_revision"),  # the pass/fail criterion fails it
+]
+
+
+@pytest.mark.parametrize(("criterion", "score", "outcome"), MIXES)
+def test_a_rule_mixes_pass_fail_criteria_and_scored_signals(
+    tmp_path: Path, model: Any, criterion: bool, score: float, outcome: str
+) -> None:
+    """A rule may hold both: the schema asks for the criterion's boolean and the signal's
+    number, and the verdict needs both to pass."""
+    from lingyi.policy import load_policies
+    from tests.conftest import SHIPPED_POLICIES
+    from tests.judge_kit import policy_folder
+
+    state, url = model
+    failing = {} if criterion else {"c1": "no evidence for the claim"}
+    kind = "needs_revision" if failing else "satisfied"
+    state.script = lambda req: api.tool_use(
+        req, api.verdict(req, failing, kind, scores={"certainty": score})
+    )
+    folder = policy_folder(tmp_path, SHIPPED_POLICIES, {"lingyi.toml": MIXED})
+    made = rig(load_policies(folder), url)
+    try:
+        result = made.verify()
+    finally:
+        made.close()
+    assert judged(result).detail["outcome"] == outcome
+    assert [s["score"] for s in trace(result)["signals"]] == [score]
+    assert [c["passed"] for c in trace(result)["criteria"]] == [criterion, score >= 0.6]
+    properties = state.requests[0]["tools"][0]["input_schema"]["properties"]
+    assert list(properties) == ["criteria", "scores", "verdict", "explanation"]

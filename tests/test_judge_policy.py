@@ -36,7 +36,7 @@ BAD = [
     # (the [[judge]] table, key, message)
     ('[[judge]]\nrubric = "  \\n# only a comment\\n"\n', "judge[0].rubric", "at least one criterion"),
     ("[[judge]]\n" + RUBRIC + "rubrik = 'x'\n", "judge[0].rubrik", "unknown key 'rubrik'"),
-    ("[[judge]]\n", "judge[0].rubric", "required key is missing"),
+    ("[[judge]]\n", "judge[0].rubric", "at least one criterion (one a line), or signals"),
     ('[[judge]]\nkind = "verdict"\n' + RUBRIC, "judge[0].kind", '"verdict" is not allowed; valid values: assertion, conclusion, answer, destructive'),
     ('[[judge]]\ntools = ["push"]\n' + RUBRIC, "judge[0].tools", "'push' is not a tool of this member (its tools: note, scale)"),
     ('[[judge]]\nkind = "destructive"\ntools = ["note"]\n' + RUBRIC, "judge[0].tools", "'note' is not declared destructive = true"),

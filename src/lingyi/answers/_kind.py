@@ -14,7 +14,12 @@ the ``answer.*`` checks read. After the layer decided, :meth:`AnswerKind.finish`
   decision on the text and the gate are separate fields: with the critic's rule at ``warn``,
   an answer is accepted while its sources stay hidden;
 * lists the **gaps** of a failed attempt (unknown URLs, missing sources, the critic's failed
-  criteria) so the member can search again and rewrite.
+  criteria and the signals outside their thresholds) so the member can search again and
+  rewrite;
+* carries the critic's **signals** (confidence, relevance, intent alignment, drift, ungrounded
+  claims in the shipped policy): each score with its threshold and whether it passed. Empty
+  when the critic did not score (``critic`` says why: ``skipped``, ``not_run``, or a verdict
+  that was malformed or missing).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from lingyi import messages
 from lingyi.answers.checks import attempts_key, urls_cited
 from lingyi.kinds import register_kind
 from lingyi.ledger import SessionLedger
-from lingyi.log.records import JUDGE_TRACE
+from lingyi.log.records import JUDGE_TRACE, judge_trace
 from lingyi.models import (
     Assertion,
     AssertionType,
@@ -93,6 +98,7 @@ class AnswerKind:
             "gate": closed[0] if closed else "open",
             "gates_closed": closed,
             "critic": critic_state(result),
+            "signals": signals(result),
             "intent": _detail(result, "answer.catalog_sources", "intent")
             or assertion.payload.get("intent", "general"),
             "attempt": attempt,
@@ -138,6 +144,16 @@ def critic_state(result: VerificationResult) -> str:
     return "not_run" if any(c.blocking for c in result.checks) else "skipped"
 
 
+def signals(result: VerificationResult) -> list[dict[str, Any]]:
+    """The critic's scored signals: value, threshold (``min``/``max``), passed, in policy order."""
+    trace = judge_trace(result) or {}
+    return [
+        {"signal": s["signal"], "value": s["score"], "min": s["min"], "max": s["max"],
+         "passed": s["passed"]}
+        for s in trace.get("signals") or []
+    ]  # fmt: skip
+
+
 def gates_closed(result: VerificationResult, session: SessionLedger) -> list[str]:
     """The gates that closed, in order: no search results, validation, critic."""
     closed = [] if session.urls else ["no_results"]
@@ -176,6 +192,11 @@ def gaps(result: VerificationResult) -> list[dict[str, Any]]:
         gap |= {k: check.detail[k] for k in GAP_KEYS if check.detail.get(k) not in (None, [])}
         if trace := check.detail.get(JUDGE_TRACE):
             gap["criteria"] = [c["criterion"] for c in trace.get("criteria", []) if not c["passed"]]
+            missed = [s for s in trace.get("signals") or [] if not s["passed"]]
+            if missed:
+                gap["signals"] = [
+                    {k: s[k] for k in ("signal", "score", "min", "max")} for s in missed
+                ]
         out.append(gap)
     return out
 

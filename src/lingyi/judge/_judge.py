@@ -17,6 +17,11 @@ outcome                    when                                         effect
 ``unavailable``            no key, budget spent, too busy               ``on_error``
 =========================  ===========================================  ==================
 
+A rule's scored signals are passed or failed by the policy's thresholds, not by the model: a
+``satisfied`` verdict with a score outside its threshold is ``needs_revision``, and a
+``needs_revision`` whose criteria and scores all pass is ``satisfied``. The scores, thresholds
+and results are in the trace's ``signals``.
+
 ``failed`` and ``malformed`` never pass, whatever ``on_error`` says: the content under review
 can steer what the model answers, so an answer that is not a positive verdict must not open
 the gate. Only the judge's absence (``grader_error``, ``unavailable``) follows ``on_error``.
@@ -38,7 +43,7 @@ from lingyi.checks import CheckContext
 from lingyi.config import JudgeSection
 from lingyi.judge._budget import Budget, cost_usd, price_of, worst_case_usd
 from lingyi.judge._memory import Revisions, VerdictCache
-from lingyi.judge._plan import Plan, plan_for
+from lingyi.judge._plan import Plan, Signal, plan_for
 from lingyi.judge._prompt import Request, build_request
 from lingyi.judge._runner import Busy, JudgeLoop
 from lingyi.judge._verdict import Malformed, Verdict, parse
@@ -52,6 +57,7 @@ class Problem:
 
     outcome: str
     why: str
+    code: str | None = None  # malformed: which rule of the schema the answer broke
 
 
 @dataclass
@@ -67,6 +73,7 @@ class Run:
     revision: int = 0
     why: str | None = None
     criteria: list[dict[str, Any]] = field(default_factory=list)
+    signals: list[dict[str, Any]] = field(default_factory=list)  # score, threshold, passed
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -87,6 +94,7 @@ class Run:
             "revision": self.revision,
             "max_revisions": plan.max_revisions,
             "criteria": self.criteria,
+            "signals": self.signals,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": round(self.cost_usd, 6),
@@ -139,8 +147,15 @@ class Judge:
         run.revision = self.revisions.count(ctx.assertion.session, run.subject)
         if run.revision > plan.max_revisions:  # closed: no more calls for this subject
             return self._final(run)
+        signals = [(s.name, s.criterion) for s in plan.signals]
         request = build_request(
-            ctx, plan.kind, list(plan.criteria), plan.model, plan.max_tokens, list(uncertain)
+            ctx,
+            plan.kind,
+            list(plan.criteria),
+            plan.model,
+            plan.max_tokens,
+            list(uncertain),
+            signals,
         )
         answer: Verdict | Problem | None = self.cache.get(request.key)
         run.cached = answer is not None
@@ -167,9 +182,13 @@ class Judge:
         if isinstance(reply, Problem):
             return reply
         try:
-            verdict = parse([block.model_dump() for block in reply.content], request.criteria)
+            blocks = [block.model_dump() for block in reply.content]
+            verdict = parse(blocks, request.criteria, [name for name, _ in request.signals])
         except Malformed as exc:
-            return Problem("malformed", str(exc))
+            # The log keeps the trace's why, not the check's detail: a score problem leads
+            # with its code there too (score_out_of_range: …).
+            why = str(exc) if exc.code == "schema" else f"{exc.code}: {exc}"
+            return Problem("malformed", why, exc.code)
         self.cache.put(request.key, verdict)
         return verdict
 
@@ -196,23 +215,32 @@ class Judge:
         if isinstance(answer, Problem):
             return self._problem(run, answer)
         run.criteria = [{"criterion": c.text, "passed": c.passed} for c in answer.criteria]
-        if answer.verdict == "needs_revision":
-            return self._revision(run, answer)
-        passed = answer.verdict == "satisfied"
-        reason = _text(run, answer.verdict, explanation=answer.explanation)
-        return _finish(
-            run, answer.verdict, passed, reason, None if passed else _text(run, "failed_hint")
-        )
+        run.signals = scored(run.plan.signals, answer)
+        wording = {s.name: s.criterion for s in run.plan.signals}
+        run.criteria += [
+            {"criterion": wording[s["signal"]], "passed": s["passed"]} for s in run.signals
+        ]
+        missed = [s for s in run.signals if not s["passed"]]
+        if answer.verdict != "failed" and (answer.gaps or missed):
+            return self._revision(run, answer, missed)
+        passed = answer.verdict != "failed"
+        outcome = "satisfied" if passed else "failed"
+        reason = _text(run, outcome, explanation=answer.explanation)
+        return _finish(run, outcome, passed, reason, None if passed else _text(run, "failed_hint"))
 
-    def _revision(self, run: Run, verdict: Verdict) -> CheckResult:
+    def _revision(self, run: Run, verdict: Verdict, missed: list[dict[str, Any]]) -> CheckResult:
         run.revision = self.revisions.bump(run.ctx.assertion.session, run.subject)
         if run.revision > run.plan.max_revisions:
             return self._final(run)
-        gaps = _text(run, "gap_join").join(
-            _text(run, "gap", id=c.id, criterion=c.text, gap=c.gap) for c in verdict.gaps
-        )
+        found = [_text(run, "gap", id=c.id, criterion=c.text, gap=c.gap) for c in verdict.gaps]
+        said = {s.name: s.gap for s in verdict.scores}
+        found += [_signal_gap(run, s, said[s["signal"]]) for s in missed]
+        gaps = _text(run, "gap_join").join(found)
         hint = _text(run, "revise", gaps=gaps, revision=run.revision, max=run.plan.max_revisions)
         reason = _text(run, "needs_revision", explanation=verdict.explanation)
+        if missed:  # the policy's thresholds decided, whatever the model's overall verdict
+            listed = ", ".join(f"{s['signal']} {s['score']:g}" for s in missed)
+            reason = _text(run, "missed", signals=listed, explanation=verdict.explanation)
         return _finish(run, "needs_revision", False, reason, hint)
 
     def _final(self, run: Run) -> CheckResult:
@@ -223,7 +251,8 @@ class Judge:
         run.why = problem.why
         if problem.outcome == "malformed":  # fails closed: an answer is never guessed
             reason = _text(run, "malformed", problem=problem.why)
-            return _finish(run, "malformed", False, reason, _text(run, "malformed_hint"), True)
+            redo = _text(run, "malformed_hint")
+            return _finish(run, "malformed", False, reason, redo, True, malformed=problem.code)
         passed = run.plan.on_error == "pass"
         why = self._why(run, problem.why)
         reason = _text(run, problem.outcome, why=why)
@@ -249,6 +278,37 @@ class Judge:
         )
 
 
+def scored(signals: Sequence[Signal], verdict: Verdict) -> list[dict[str, Any]]:
+    """Each signal's score against its threshold (the trace's ``signals``), in policy order."""
+    scores = {s.name: s for s in verdict.scores}
+    return [
+        {
+            "signal": s.name,
+            "score": scores[s.name].score,
+            "min": s.min,
+            "max": s.max,
+            "passed": s.passes(scores[s.name].score),
+            "threshold_from": s.source,
+        }
+        for s in signals
+    ]
+
+
+def bound(signal: dict[str, Any]) -> str:
+    """A threshold as people read it: ``≥ 0.7``, ``≤ 0.3``, ``0.2–0.8``."""
+    low, high = signal["min"], signal["max"]
+    if low is not None and high is not None:
+        return f"{low:g}–{high:g}"
+    return f"≥ {low:g}" if low is not None else f"≤ {high:g}"
+
+
+def _signal_gap(run: Run, signal: dict[str, Any], gap: str) -> str:
+    values = {"signal": signal["signal"], "score": f"{signal['score']:g}", "bound": bound(signal)}
+    if gap:
+        return _text(run, "signal_gap", gap=gap, **values)
+    return _text(run, "signal_gap_bare", **values)
+
+
 def _tokens(reply: Any) -> tuple[int, int]:
     usage = getattr(reply, "usage", None)
     return int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0)
@@ -259,14 +319,23 @@ def _text(run: Run, name: str, /, **values: Any) -> str:
 
 
 def _finish(
-    run: Run, outcome: str, passed: bool, reason: str, hint: str | None, degraded: bool = False
+    run: Run,
+    outcome: str,
+    passed: bool,
+    reason: str,
+    hint: str | None,
+    degraded: bool = False,
+    malformed: str | None = None,
 ) -> CheckResult:
+    detail = {"outcome": outcome, TRACE: run.trace(outcome)}
+    if malformed:
+        detail["malformed"] = malformed
     return CheckResult(
         stage=Stage.JUDGE,
         code=run.plan.code,
         passed=passed,
         reason=reason,
-        detail={"outcome": outcome, TRACE: run.trace(outcome)},
+        detail=detail,
         on_fail=run.plan.on_fail,
         recommendation=None if passed else hint,
         degraded=degraded,

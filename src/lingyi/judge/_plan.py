@@ -7,11 +7,15 @@ rules of that kind that match (tools, types), the first that names the tool wins
 first that names none; the member's own rules are read before the shared ones. With no rule,
 content is judged against the default rubric of its kind (there is none for destructive
 calls: which of those are reviewed is for the policy to say).
+
+A rule's scored signals come with their thresholds; the member's own ``[signals]`` table
+replaces the threshold of a signal it names (the shared rule's wording stays).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from lingyi.checks import CheckContext
 from lingyi.config import JudgeSection
@@ -34,6 +38,20 @@ PREFLIGHT_CODE = "judge.preflight"  # a destructive tool call reviewed before it
 
 
 @dataclass(frozen=True)
+class Signal:
+    """A scored criterion with the threshold that applies to this member."""
+
+    name: str
+    criterion: str
+    min: float | None
+    max: float | None
+    source: str  # where the threshold comes from: the rule's file, or the member's
+
+    def passes(self, score: float) -> bool:
+        return (self.min is None or score >= self.min) and (self.max is None or score <= self.max)
+
+
+@dataclass(frozen=True)
 class Plan:
     """One rule with every setting resolved: what the judge runs for this verification."""
 
@@ -46,6 +64,7 @@ class Plan:
     on_error: str
     on_fail: OnFail
     max_revisions: int
+    signals: tuple[Signal, ...] = ()
 
     @property
     def code(self) -> str:
@@ -61,12 +80,12 @@ def plan_for(ctx: CheckContext, config: JudgeSection) -> Plan | None:
     type_ = assertion.type.value
     destructive = ctx.tool is not None and ctx.tool.destructive
     if destructive and (rule := first_rule(ctx.member.judge, "destructive", type_, tool)):
-        return _plan(config, "destructive", rule)
+        return _plan(config, "destructive", rule, ctx)
     kind = type_ if type_ in ("conclusion", "answer") else "assertion"
     if rule := first_rule(ctx.member.judge, kind, type_, tool):
-        return _plan(config, kind, rule)
+        return _plan(config, kind, rule, ctx)
     if assertion.content.strip() or kind != "assertion":
-        return _plan(config, kind, None)
+        return _plan(config, kind, None, ctx)
     return None  # a bare tool call with no rule: nothing to judge
 
 
@@ -75,7 +94,18 @@ def first_rule(rules: list[JudgeRule], kind: str, type_: str, tool: str | None) 
     return next((r for r in matching if r.tools), None) or next(iter(matching), None)
 
 
-def _plan(config: JudgeSection, kind: str, rule: JudgeRule | None) -> Plan:
+def signals_of(rule: JudgeRule, ctx: CheckContext) -> tuple[Signal, ...]:
+    """The rule's signals, each with the member's threshold where its policy sets one."""
+    own = ctx.member.signals
+    found = []
+    for name, spec in rule.signals.items():
+        limit, source = (own[name], Path(ctx.member.source).name) if name in own else (spec, "")
+        source = source or rule.source
+        found.append(Signal(name, spec.criterion, limit.min, limit.max, source))
+    return tuple(found)
+
+
+def _plan(config: JudgeSection, kind: str, rule: JudgeRule | None, ctx: CheckContext) -> Plan:
     if rule is None:
         return Plan(
             kind=kind,
@@ -98,4 +128,5 @@ def _plan(config: JudgeSection, kind: str, rule: JudgeRule | None) -> Plan:
         on_error=rule.on_error or config.on_error,
         on_fail=rule.on_fail or OnFail(config.on_fail),
         max_revisions=config.max_revisions if rule.max_revisions is None else rule.max_revisions,
+        signals=signals_of(rule, ctx),
     )

@@ -110,6 +110,19 @@ class JudgeCriterion(BaseModel):
     passed: bool
 
 
+class JudgeSignal(BaseModel):
+    """One scored signal: the judge's score, the policy's threshold, and whether it passed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    signal: str
+    score: float
+    min: float | None
+    max: float | None
+    passed: bool
+    threshold_from: str  # the policy file whose threshold applied (a member's override)
+
+
 class JudgeTrace(BaseModel):
     """What the judge did for one verification: written only when it ran or was consulted.
 
@@ -133,6 +146,7 @@ class JudgeTrace(BaseModel):
     revision: int
     max_revisions: int
     criteria: list[JudgeCriterion]
+    signals: list[JudgeSignal] = Field(default_factory=list)  # scored criteria (older: none)
     input_tokens: int
     output_tokens: int
     cost_usd: float

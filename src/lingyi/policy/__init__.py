@@ -10,7 +10,14 @@ Each tool's arguments have one schema, generated from the policy (:mod:`.schema`
 published as the MCP ``inputSchema`` and it is what the guard validates raw arguments with.
 """
 
-from lingyi.policy._judge import JUDGE_KINDS, JudgeKind, JudgeRule, criteria_of
+from lingyi.policy._judge import (
+    JUDGE_KINDS,
+    JudgeKind,
+    JudgeRule,
+    SignalSpec,
+    Threshold,
+    criteria_of,
+)
 from lingyi.policy._lexicon import Lexicon, LexiconRef, load_lexicon
 from lingyi.policy._load import load_policies
 from lingyi.policy._model import ArgSpec, ArgType, CheckEntry, MemberPolicy, PolicySet, ToolSpec
@@ -31,6 +38,8 @@ __all__ = [
     "PolicySet",
     "PolicyStore",
     "Registries",
+    "SignalSpec",
+    "Threshold",
     "ToolSpec",
     "arg_problems",
     "criteria_of",

@@ -12,17 +12,35 @@ A member file (and ``_common.toml`` for every member) may hold ``[[judge]]`` tab
     max_revisions = 1             # optional; model, timeout_s, max_tokens, on_error, on_fail too
 
 The rubric is one criterion a line (blank lines and ``#`` lines are skipped, a leading ``-``,
-``*`` or ``1.`` is dropped). Unset limits fall back to the config's ``[judge]`` section. This
-module only declares and validates the rules; :mod:`lingyi.judge` runs them.
+``*`` or ``1.`` is dropped), each passed or failed by the judge. A rule may also hold **scored
+signals**: criteria the judge scores from 0 to 1, each passed or failed by the policy's
+threshold (``min``: at least, ``max``: at most), never by the model::
+
+    [judge.signals]
+    confidence = { criterion = "1 = every claim as firm as its sources allow", min = 0.7 }
+    drift = { criterion = "the share of the answer off the question's subject", max = 0.3 }
+
+A member file's ``[signals]`` table overrides the thresholds of the signals its rules (its own
+and the shared ones) hold: ``confidence = { min = 0.8 }``. Unset limits fall back to the
+config's ``[judge]`` section. This module only declares and validates the rules;
+:mod:`lingyi.judge` runs them.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from lingyi.models import AssertionType, OnFail
 
@@ -31,12 +49,50 @@ JUDGE_KINDS: tuple[JudgeKind, ...] = ("assertion", "conclusion", "answer", "dest
 MAX_CRITERIA = 12  # more than this and a small model's verdicts stop being per criterion
 MAX_CRITERION_CHARS = 300
 _BULLET = re.compile(r"^(?:[-*•]|\d{1,2}[.)])\s+")
+S = TypeVar("S")
+SIGNAL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
 def criteria_of(rubric: str) -> list[str]:
     """The criteria of a rubric: one a line, bullets and blank or ``#`` lines dropped."""
     lines = (_BULLET.sub("", line.strip()) for line in rubric.splitlines())
     return [line for line in lines if line and not line.startswith("#")]
+
+
+class Threshold(BaseModel):
+    """Where a scored signal passes: a score of at least ``min`` and at most ``max``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min: float | None = Field(None, ge=0, le=1)
+    max: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Threshold:
+        if self.min is None and self.max is None:
+            raise ValueError("a signal's threshold needs min or max (scores run from 0 to 1)")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}: no score could pass")
+        return self
+
+    def passes(self, score: float) -> bool:
+        return (self.min is None or score >= self.min) and (self.max is None or score <= self.max)
+
+
+class SignalSpec(Threshold):
+    """A scored criterion of a rule: what the judge scores (0 to 1), and where it passes."""
+
+    criterion: str = Field(min_length=1, max_length=300)
+
+
+def _signal_names(signals: dict[str, S]) -> dict[str, S]:
+    """Signal names are ids (they name a field of the verdict and a key of member files)."""
+    for name in signals:
+        if not SIGNAL_NAME.match(name):
+            raise ValueError(
+                f"signal name {name[:40]!r}: lower-case letters, digits and _ (e.g. confidence)"
+            )
+    return signals
 
 
 class JudgeRule(BaseModel):
@@ -47,7 +103,9 @@ class JudgeRule(BaseModel):
     kind: JudgeKind = "assertion"
     tools: list[str] | None = None
     types: list[AssertionType] | None = None
-    rubric: str
+    # Before the rubric: the rubric's validator counts them.
+    signals: dict[str, SignalSpec] = Field(default_factory=dict)
+    rubric: str = Field("", validate_default=True)
     model: str | None = Field(None, min_length=1)
     timeout_s: float | None = Field(None, gt=0, le=120)
     max_tokens: int | None = Field(None, ge=64, le=4096)
@@ -58,12 +116,13 @@ class JudgeRule(BaseModel):
 
     @field_validator("rubric")
     @classmethod
-    def _criteria(cls, rubric: str) -> str:
+    def _criteria(cls, rubric: str, info: ValidationInfo) -> str:
         found = criteria_of(rubric)
-        if not found:
-            raise ValueError("a rubric needs at least one criterion (one a line)")
-        if len(found) > MAX_CRITERIA:
-            raise ValueError(f"at most {MAX_CRITERIA} criteria, not {len(found)}")
+        count = len(found) + len(info.data.get("signals", {"?": None}))  # "?": signals were bad
+        if not count:
+            raise ValueError("a rubric needs at least one criterion (one a line), or signals")
+        if count > MAX_CRITERIA:
+            raise ValueError(f"at most {MAX_CRITERIA} criteria and signals, not {count}")
         if long := [c for c in found if len(c) > MAX_CRITERION_CHARS]:
             raise ValueError(
                 f"a criterion over {MAX_CRITERION_CHARS} characters: {long[0][:40]!r}…"
@@ -71,6 +130,11 @@ class JudgeRule(BaseModel):
         if len(set(found)) < len(found):
             raise ValueError("a criterion appears twice")
         return rubric
+
+    @field_validator("signals")
+    @classmethod
+    def _names(cls, signals: dict[str, SignalSpec]) -> dict[str, SignalSpec]:
+        return _signal_names(signals)
 
     @property
     def source(self) -> str:

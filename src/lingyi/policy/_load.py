@@ -277,6 +277,7 @@ class _Loader:
         self._tool_filters(raw, path)
         tools = {name: spec.destructive for name, spec in raw.tools.items()}
         judge = self._judge_rules(raw.judge, path, tools)
+        self._signal_overrides(raw, judge + self._shared_judge, path)
         if common and not self._common_broken:  # no shared file: reported once, on the folder
             self._disabled(raw, common, path)
         self._stages(raw.checks, path)
@@ -295,6 +296,7 @@ class _Loader:
             source=str(path),
             disabled=list(raw.disable),
             judge=judge + self._shared_judge,
+            signals=raw.signals,
             intents=raw.intents,
         )
 
@@ -326,6 +328,15 @@ class _Loader:
         for key, message in judge_rule_problems(rules, tools):
             self._error(path, key, message)
         return [rule.placed(str(path), i) for i, rule in enumerate(rules)]
+
+    def _signal_overrides(self, raw: _MemberFile, rules: list[JudgeRule], path: Path) -> None:
+        """A threshold for a signal none of the member's rules scores would never apply."""
+        known = sorted({name for rule in rules for name in rule.signals})
+        for name in raw.signals:
+            if name not in known:
+                listed = ", ".join(known) or "none"
+                message = f"unknown signal {name!r}; the signals of this member's rules: {listed}"
+                self._error(path, f"signals.{name}", message)
 
     def _tool_filters(self, raw: _MemberFile, path: Path) -> None:
         for i, entry in enumerate(raw.checks):

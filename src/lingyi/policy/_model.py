@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from lingyi.checks import CheckParams
 from lingyi.models import AssertionType, OnFail, Stage
-from lingyi.policy._judge import JudgeRule
+from lingyi.policy._judge import JudgeRule, Threshold
 from lingyi.policy._lexicon import Lexicon
 
 
@@ -121,6 +121,8 @@ class _MemberFile(_Strict):
     checks: list[CheckEntry] = Field(default_factory=list)
     disable: list[str] = Field(default_factory=list)
     judge: list[JudgeRule] = Field(default_factory=list)  # where the judge runs (issue 13)
+    # This member's thresholds for signals its judge rules (own or shared) score.
+    signals: dict[str, Threshold] = Field(default_factory=dict)
     intents: dict[str, IntentSpec] = Field(default_factory=dict)  # tasks it may declare
     mode: Mode = "enforce"  # "shadow": every check of this file (not the shared ones) in shadow
 
@@ -144,6 +146,7 @@ class MemberPolicy(BaseModel):
     disabled: list[str] = Field(default_factory=list)  # shared checks this member replaced
     # The member's own judge rules first, then the shared ones (see lingyi.judge for the order).
     judge: list[JudgeRule] = Field(default_factory=list)
+    signals: dict[str, Threshold] = Field(default_factory=dict)  # thresholds it overrides
     intents: dict[str, IntentSpec] = Field(default_factory=dict)  # lingyi.tasks
 
     @cached_property

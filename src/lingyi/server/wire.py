@@ -109,6 +109,16 @@ class Source(BaseModel):
     title: str
 
 
+class Signal(BaseModel):
+    """One critic signal: the judge's score, the policy's threshold, whether it passed."""
+
+    signal: str
+    value: float = Field(description="the judge's score, from 0 to 1")
+    min: float | None = Field(None, description="passes at or above this")
+    max: float | None = Field(None, description="passes at or below this")
+    passed: bool
+
+
 class AnswerOutputs(BaseModel):
     """What verify_answer returns beside the verdict (lingyi.answers): the source gate, the
     attempt, and what a failed attempt lacks."""
@@ -119,6 +129,10 @@ class AnswerOutputs(BaseModel):
     gate: Literal["open", "no_results", "validation", "critic"]
     gates_closed: list[str]
     critic: Literal["passed", "failed", "skipped", "not_run"]
+    signals: list[Signal] = Field(
+        default_factory=list,
+        description="the critic's scored signals; empty when it did not score (see critic)",
+    )
     intent: Literal["general", "catalog"]
     attempt: int
     max_attempts: int
