@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:  # markdown-it (and its ~50 regexes) loads with the first answer parsed
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 
 @dataclass(frozen=True)
@@ -43,19 +45,20 @@ class Parsed:
     broken: tuple[str, ...]  # link or image syntax a renderer shows as plain text
 
 
-class _AsWritten(MarkdownIt):
-    """URLs as written: the ledger compares them in lingyi.text's normal form, and
-    percent-encoding them here would make a returned URL look unknown."""
-
-    def normalizeLink(self, url: str) -> str:
-        return url
-
-    def normalizeLinkText(self, link: str) -> str:
-        return link
-
-
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    class _AsWritten(MarkdownIt):
+        """URLs as written: the ledger compares them in lingyi.text's normal form, and
+        percent-encoding them here would make a returned URL look unknown."""
+
+        def normalizeLink(self, url: str) -> str:
+            return url
+
+        def normalizeLinkText(self, link: str) -> str:
+            return link
+
     return _AsWritten("commonmark")
 
 
