@@ -104,8 +104,8 @@ def test_a_changed_file_is_seen_at_the_next_load(
 CORRUPT = [
     b"",
     b"{not json",
-    b'{"key": "1|another python", "files": {}}',
-    b'{"key": 1, "files": []}',
+    b'{"key": "policies 1|another python", "entries": {}}',
+    b'{"key": 1, "entries": []}',
     b"[1, 2, 3]",
     "日志".encode("utf-16"),
 ]
@@ -121,7 +121,7 @@ def test_a_corrupt_or_foreign_cache_file_falls_back_to_parsing(folder: Path, jun
     path.write_bytes(junk)
     os.chmod(path, 0o600)
     assert shape(load_policies(folder)) == expected
-    assert json.loads(path.read_bytes())["files"]  # rewritten, usable next time
+    assert json.loads(path.read_bytes())["entries"]  # rewritten, usable next time
 
 
 def _weakened_cache(folder: Path) -> Path:
@@ -129,7 +129,7 @@ def _weakened_cache(folder: Path) -> Path:
     load_policies(folder)
     path = cache_path(folder)
     data = json.loads(path.read_bytes())
-    for entry in data["files"].values():
+    for entry in data["entries"].values():
         for check in entry.get("checks", []) if entry.get("member") == "lingzhi" else []:
             check["on_fail"] = "warn"
     path.write_text(json.dumps(data), encoding="utf-8")

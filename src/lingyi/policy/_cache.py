@@ -16,48 +16,30 @@ Security: the cache is plain JSON, never pickle or code. Whoever can write it co
 hand the loader policy data of their choosing for a digest they know, so it lives in the
 user's cache folder (``$XDG_CACHE_HOME/lingyi/policies``, else ``~/.cache/lingyi/policies``),
 created private (0700), and on POSIX a cache file is used only when the current user owns it
-and neither it nor its folder is writable by group or others; otherwise it is ignored. Anyone
-who can write a folder the user owns can already change the user's own start-up files.
-``[policies] cache = false`` turns the cache off.
+and neither it nor its folder is writable by group or others (:mod:`lingyi._cachefile`);
+otherwise it is ignored. Anyone who can write a folder the user owns can already change the
+user's own start-up files. ``[policies] cache = false`` turns the cache off.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
 import sys
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
-import structlog
-
-log = structlog.get_logger()
+from lingyi._cachefile import read_private, user_cache, write_private
 
 FORMAT = 1
-_KEY = f"{FORMAT}|{sys.version}"  # tomllib is the stdlib's: its output may change with Python
+_KEY = f"policies {FORMAT}|{sys.version}"  # tomllib is the stdlib's: it may change with Python
 
 
 def cache_path(folder: Path) -> Path:
     """The cache file of one policy folder, in the user's cache."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     key = hashlib.sha256(str(folder.expanduser().resolve()).encode()).hexdigest()[:16]
-    return Path(root) / "lingyi" / "policies" / f"{key}.json"
-
-
-def _private(path: Path) -> bool:
-    """Is ``path`` (and its folder) the current user's alone to write? (Windows: the user's
-    profile folder is private to the user; there is no owner to compare.)"""
-    if not hasattr(os, "getuid"):
-        return True
-    for where in (path, path.parent):
-        st = os.stat(where)
-        if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return False
-    return True
+    return user_cache("policies", f"{key}.json")
 
 
 class TomlCache:
@@ -65,26 +47,13 @@ class TomlCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._entries: dict[str, Any] = self._read() if path is not None else {}
+        self._entries: dict[str, Any] = read_private(path, _KEY) if path is not None else {}
         self._stored = set(self._entries)  # what the cache file holds now
         self._used: set[str] = set()  # what this load read: all a rewrite keeps
 
-    def _read(self) -> dict[str, Any]:
-        assert self.path is not None
-        try:
-            if not _private(self.path):
-                log.warning("policy cache ignored: writable by others", path=str(self.path))
-                return {}
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError):  # missing, unreadable or not JSON: parse the files
-            return {}
-        if not isinstance(data, dict) or data.get("key") != _KEY:
-            return {}
-        entries = data.get("files")
-        return entries if isinstance(entries, dict) else {}
-
     def parse(self, raw: bytes) -> dict[str, Any]:
-        """The TOML document in ``raw`` (UTF-8); raises what tomllib and decoding raise."""
+        """The TOML document in ``raw`` (UTF-8); raises what tomllib and decoding raise.
+        A cached document is shared, not copied: the loader only reads what it is given."""
         digest = hashlib.sha256(raw).hexdigest()
         found = self._entries.get(digest)
         if isinstance(found, dict):
@@ -98,15 +67,12 @@ class TomlCache:
 
     def save(self) -> None:
         """Write the entries this load used, if they differ from the file's (a file parsed,
-        or one edited or removed since); failures are logged, never raised."""
+        or one edited or removed since)."""
         if self.path is None or self._used == self._stored:
             return
         kept = {d: self._entries[d] for d in sorted(self._used)}
         self._entries, self._stored = kept, set(kept)
-        try:
-            _write_private(self.path, json.dumps({"key": _KEY, "files": kept}))
-        except OSError as exc:
-            log.info("policy cache not written", path=str(self.path), error=str(exc))
+        write_private(self.path, _KEY, kept)
 
 
 def _text(raw: bytes) -> str:
@@ -122,16 +88,3 @@ def _round_trips(data: dict[str, Any]) -> bool:
     except ValueError:
         return False
     return bool(back == data)
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Replace ``path`` atomically, in a folder only the user may enter (0700)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".policies-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

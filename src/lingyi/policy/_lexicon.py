@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lingyi.errors import PolicyError
 from lingyi.policy._cache import TomlCache
-from lingyi.text import TermMatcher, canonical_text
+from lingyi.text import TermMatcher
+from lingyi.text._forms import canonical_forms
 
 
 class _LexiconMarker:
@@ -59,7 +60,7 @@ class Lexicon(BaseModel):
 
     def terms(self, group: str) -> tuple[str, ...]:
         """A group's terms in canonical form (empty when the file has no such group)."""
-        return tuple(canonical_text(t) for t in self.groups.get(group, ()))
+        return tuple(canonical_forms(self.groups.get(group, ())))
 
 
 def _flat(groups: dict[str, list[str] | dict[str, list[str]]]) -> dict[str, tuple[str, ...]]:
