@@ -8,7 +8,8 @@ Interleaved in one run, ``--runs`` times each, so load on the machine touches al
   client over stdio), against the same for ``benchmarks/bare_server.py`` (the same SDK and
   knowledge base, no guard).
 
-Medians and p90 in ms, and the ratios. No assertions.
+Medians and p90 of wall time in ms, the median CPU time of the processes measured (steadier
+on a shared machine), and the ratios. No assertions.
 
 Bytecode: an installed wheel ships its modules compiled (pip writes ``__pycache__`` at
 install), but an editable checkout run with ``PYTHONDONTWRITEBYTECODE=1`` (as on the shared
@@ -98,6 +99,24 @@ def bytecode(compile_first: bool, baseline: Path | None) -> str:
     return f"bytecode: {'compiled first' if compile_first else 'as found'} ({flag})"
 
 
+def child_cpu_ms() -> float:
+    """CPU time (user + system) of the children waited for so far, in ms (0 without
+    ``resource``): steadier than wall time on a shared machine, so it is reported beside it."""
+    try:
+        import resource
+    except ImportError:
+        return 0.0
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1000
+
+
+def timed(step: Callable[[], float]) -> tuple[float, float]:
+    """(wall ms, CPU ms of the processes the step ran: the command, or the server)."""
+    before = child_cpu_ms()
+    wall = step()
+    return wall, child_cpu_ms() - before
+
+
 def p90(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
@@ -116,14 +135,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lingyi-start-") as tmp:
         steps = measures(deploy(Path(tmp), fsync=False), args.baseline)
         times: dict[str, list[float]] = {name: [] for name in steps}
+        cpu: dict[str, list[float]] = {name: [] for name in steps}
         for step in steps.values():  # warm the disk cache and the bytecode
             step()
         for r in range(args.runs):
             for name in list(steps) if r % 2 == 0 else list(reversed(steps)):
-                times[name].append(steps[name]())
+                wall, used = timed(steps[name])
+                times[name].append(wall)
+                cpu[name].append(used)
     med = {n: statistics.median(v) for n, v in times.items()}
     rows = [f"load average {load:.2f} → {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores); {note}"]
-    rows += [f"{n:<18} median {med[n]:7.1f} ms  p90 {p90(v):7.1f} ms" for n, v in times.items()]
+    rows += [
+        f"{n:<18} median {med[n]:7.1f} ms  p90 {p90(v):7.1f} ms  "
+        f"CPU median {statistics.median(cpu[n]):7.1f} ms"
+        for n, v in times.items()
+    ]
     rows.append(
         f"verify / python -c pass: {med['lingyi verify'] / med['python -c pass']:.2f}x; "
         f"serve / bare initialize: {med['serve initialize'] / med['bare initialize']:.2f}x"
