@@ -21,8 +21,15 @@ from tests.test_server import deploy
 
 # Top-level packages of the server stack and the HTTP clients.
 SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "uvicorn", "httpx", "httpx2")
-# Loaded only by what needs them: the git backend, the judge, telemetry ([telemetry] enabled).
-ON_DEMAND = ("git", "anthropic", "opentelemetry", "google")
+# Loaded only by what needs them: the git backend, the judge, an answer's Markdown parser,
+# telemetry ([telemetry] enabled; "google" is its protobuf).
+ON_DEMAND = ("git", "anthropic", "markdown_it", "opentelemetry", "google")
+# What the stdio server does not need to answer its first request: GitPython (the first git
+# call), jsonschema (the first tool call checked), HTTP clients of lingyi's own (a trace
+# backend, when configured), the judge, Markdown (an answer). (uvicorn, Starlette and the
+# OpenTelemetry API are not here: the SDK's own server modules import them, for a bare server
+# just the same; our telemetry's SDK and exporter are "google" — protobuf — and beyond.)
+NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "google")
 TRANSCRIPT = ROOT / "examples" / "eval" / "eval-boundary.jsonl"  # no git tool: no GitPython
 
 PROBE = """
@@ -72,7 +79,8 @@ def test_cli_commands_do_not_load_the_server_stack(
 ) -> None:
     """verify (facts and tool calls, approved and rejected, zh and en), replay, stats, report
     and log run without importing the MCP SDK, Starlette, uvicorn, httpx, GitPython (no git
-    tool is involved), the judge's client or OpenTelemetry (telemetry is off)."""
+    tool is involved), the judge's client, markdown-it (no answer is verified) or OpenTelemetry
+    (telemetry is off)."""
     out = str(tmp_path / "reports")
     code, loaded = loaded_by("--config", config, *(a.replace("{tmp}", out) for a in args))
     assert code in (0, 1), args  # approved or rejected: the command itself ran
@@ -88,6 +96,25 @@ def test_serve_loads_the_server_stack_only_when_asked(config: str) -> None:
     probe = "import sys, lingyi.server; print('mcp' in sys.modules and 'starlette' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.stdout.strip() == "True"
+
+
+def test_the_stdio_server_starts_without_what_its_first_request_does_not_need(
+    config: str,
+) -> None:
+    """``lingyi serve`` builds the whole server (policies, tools, resources) and serves stdio
+    until its input closes, without importing GitPython, jsonschema, httpx, the judge's client
+    or markdown-it: each loads when the call that needs it comes."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "--config", config, "serve"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr
+    assert {"mcp", "lingyi"} <= set(report["loaded"])  # the server really was built
+    assert sorted(set(report["loaded"]) & set(NOT_AT_START)) == []
 
 
 def test_every_command_is_listed_and_runs_lazily() -> None:

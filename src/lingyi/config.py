@@ -127,6 +127,10 @@ class PoliciesSection(_Strict):
         True,
         description="Refuse a validators folder without a shared file (_*.toml): without one, every check all members share is gone.",
     )
+    cache: bool = Field(
+        True,
+        description="Keep what the TOML parser made of each policy and lexicon file in the user's cache ($XDG_CACHE_HOME/lingyi/policies, private to the user), keyed by the file's content, so a start skips parsing unchanged files; validation always runs in full.",
+    )
 
 
 class LedgerSection(_Strict):

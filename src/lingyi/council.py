@@ -16,7 +16,6 @@ import bisect
 import heapq
 import json
 import os
-import re
 import threading
 from collections import Counter
 from collections.abc import Collection, Sequence
@@ -28,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lingyi._ids import new_id, utc_now
 from lingyi._locks import FileMutex, lock_path
+from lingyi._regex import lazy_re
 from lingyi.redact import redact_value
 from lingyi.text import arabic_numerals, canonical_text
 
@@ -53,9 +53,9 @@ class CouncilRecord(Protocol):
     ) -> list[CouncilMessage]: ...
 
 
-_LATIN = re.compile(r"[a-z][a-z0-9_\-]*")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+_LATIN = lazy_re(r"[a-z][a-z0-9_\-]*")
+_NUMBER = lazy_re(r"\d+(?:[.,]\d+)*")
+_CJK_RUN = lazy_re(r"[\u3400-\u9fff]+")
 STEM = 6  # Latin words are indexed by their first letters: audit, audits, audited
 
 

@@ -142,7 +142,11 @@ class Guard:
         lookups: dict[str, Lookup] | None = None,
     ) -> Guard:
         layer = ConstraintLayer(
-            PolicyStore(config.validators_dir, require_shared=config.raw.policies.require_shared),
+            PolicyStore(
+                config.validators_dir,
+                require_shared=config.raw.policies.require_shared,
+                cache=config.raw.policies.cache,
+            ),
             council if council is not None else FileCouncil(config.council_path),
             services=services_from(config, lookups),
             language=config.language,

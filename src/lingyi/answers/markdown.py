@@ -12,9 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from lingyi._regex import lazy_re
+
+if TYPE_CHECKING:  # markdown-it (and its ~50 regexes) loads with the first answer parsed
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 
 @dataclass(frozen=True)
@@ -43,19 +47,20 @@ class Parsed:
     broken: tuple[str, ...]  # link or image syntax a renderer shows as plain text
 
 
-class _AsWritten(MarkdownIt):
-    """URLs as written: the ledger compares them in lingyi.text's normal form, and
-    percent-encoding them here would make a returned URL look unknown."""
-
-    def normalizeLink(self, url: str) -> str:
-        return url
-
-    def normalizeLinkText(self, link: str) -> str:
-        return link
-
-
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    class _AsWritten(MarkdownIt):
+        """URLs as written: the ledger compares them in lingyi.text's normal form, and
+        percent-encoding them here would make a returned URL look unknown."""
+
+        def normalizeLink(self, url: str) -> str:
+            return url
+
+        def normalizeLinkText(self, link: str) -> str:
+            return link
+
     return _AsWritten("commonmark")
 
 
@@ -75,7 +80,7 @@ def parse(text: str) -> Parsed:
     return Parsed(fences, tuple(cited), tuple(dict.fromkeys(broken)))
 
 
-_QUOTE = re.compile(r"^(?:[ \t]{0,3}>)+")
+_QUOTE = lazy_re(r"^(?:[ \t]{0,3}>)+")
 
 
 def _fence(token: Token, lines: list[str]) -> Fence:
@@ -91,10 +96,10 @@ def _fence(token: Token, lines: list[str]) -> Fence:
 # Text a renderer left as text although it was meant as a link or an image: a target that
 # never closed or was refused (``](``), an image that did not parse (``![``), a reference with
 # no definition (``[t][ref]``, though not ``a[0][1]``), a space before the target.
-_BROKEN = re.compile(
+_BROKEN = lazy_re(
     r"\]\(|!\[|\[(?!\d+\])[^\[\]\n]+\]\[[^\[\]\n]*\]|\[[^\[\]\n]+\]\s+\((?:https?:|www\.)"
 )
-_HTML_URL = re.compile(r"""\b(href|src)\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
+_HTML_URL = lazy_re(r"""\b(href|src)\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
 
 
 def _inline(token: Token, cited: list[Cited], broken: list[str]) -> None:
@@ -186,8 +191,8 @@ _BRACKETS = {
     "statediagram": {"{": "}"},
     "statediagram-v2": {"{": "}"},
 }
-_STRINGS = re.compile(r'"[^"\n]*"')
-_ASYMMETRIC = re.compile(r">[^\[\]\n]*\]")  # the flowchart shape A>label] opens with >
+_STRINGS = lazy_re(r'"[^"\n]*"')
+_ASYMMETRIC = lazy_re(r">[^\[\]\n]*\]")  # the flowchart shape A>label] opens with >
 
 
 def _balanced(text: str, pairs: dict[str, str]) -> bool:

@@ -26,14 +26,16 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from pydantic import BaseModel
 
 from lingyi.backends._trace_ids import trace_key
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
+
+if TYPE_CHECKING:  # httpx loads with the first backend made: the server's query_traces
+    import httpx  # result type needs this module, not an HTTP client
 
 
 class TraceBackendError(BackendError):
@@ -95,7 +97,10 @@ class TraceBackend:
         self.timeout_s = timeout_s
         self._trace_path = trace_path
         self._spans_required = spans_required  # False: the older backend, where 2xx = exists
+        import httpx
+
         self._client = httpx.Client(timeout=timeout_s, headers={"Accept": "application/json"})
+        self._http_error: type[Exception] = httpx.HTTPError
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="traces")
         self._confirmed: OrderedDict[str, None] = OrderedDict()
         self._cache_size = cache_size
@@ -131,7 +136,7 @@ class TraceBackend:
         url = self.base_url + self._trace_path.format(id=key)
         try:
             response = self._client.get(url)
-        except httpx.HTTPError as exc:
+        except self._http_error as exc:
             raise TraceBackendError(f"trace backend {self.base_url}: {exc!r}") from exc
         if response.status_code == 404:
             return False
@@ -175,7 +180,7 @@ class TraceBackend:
             response = self._client.get(f"{self.base_url}/api/search", params=params)
             response.raise_for_status()
             body = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
+        except (self._http_error, ValueError) as exc:
             raise TraceBackendError(f"trace search at {self.base_url}: {exc}") from exc
         hits = [h for h in map(_hit, _traces(body)) if h is not None][:limit]
         self._remember(h.trace_id for h in hits)

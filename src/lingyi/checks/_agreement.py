@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 
+from lingyi._regex import lazy_re
 from lingyi.checks._asserted import Clause
 from lingyi.text import Entities, Hit, TermMatcher, arabic_numerals, entities
 from lingyi.text._lang import EN_STOP, ZH_STOP_CHARS
@@ -58,7 +59,7 @@ _EN_NUMBERS = {
     )
     if w != "_"
 }
-_EN_NUMBER = re.compile(rf"\b({'|'.join(_EN_NUMBERS)})\b", re.IGNORECASE)
+_EN_NUMBER = lazy_re(rf"\b({'|'.join(_EN_NUMBERS)})\b", re.IGNORECASE)
 # When or which, not how many: an ordinal ("第3周", "week 7"), a significance threshold
 # ("在0.05水平上", "at the 0.05 level"), a month without a day, "3 天前", a clock time,
 # "2 weeks ago". Each pattern runs only when its trigger word is in the text (cost).
@@ -85,8 +86,8 @@ _TIMES = (
     ),
 )
 _TIME = tuple((words, re.compile(p, re.IGNORECASE)) for words, p in _TIMES)
-_DIGITS = re.compile(r"(?<![a-z0-9_.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*%)?", re.IGNORECASE)
-_COUNT = re.compile(
+_DIGITS = lazy_re(r"(?<![a-z0-9_.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*%)?", re.IGNORECASE)
+_COUNT = lazy_re(
     r"(\d+(?:,\d{3})*)\s*(?:篇|份|部|本|条(?!消息|记录|数据))|"
     r"(\d+(?:,\d{3})*)\s+(?:articles?|entries|documents?|docs|"
     r"items|papers|results|commentaries|translations|titles|books|videos|chapters)\b",
@@ -94,11 +95,11 @@ _COUNT = re.compile(
 )
 # A data source, a table or a column named in snake_case: the evidence must name it too.
 # Titles as lingyi.text.entities reads them, from the text itself (names are not blanked).
-_TITLE = re.compile(r"《([^》]{1,40})》|“([^”]{1,40})”|\"([^\"]{2,40})\"")
-_IDENTIFIER = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])")
-_OWNER_LETTER = re.compile(r"(?<![A-Za-z/&])([A-H])(?![A-Za-z/&])")
-_ARTICLE_A = re.compile(r"A\s+[a-z]")
-_STARTS = re.compile(r"(?:^|[.!?:;,\"(\n])\s*$")
+_TITLE = lazy_re(r"《([^》]{1,40})》|“([^”]{1,40})”|\"([^\"]{2,40})\"")
+_IDENTIFIER = lazy_re(r"(?<![\w-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])")
+_OWNER_LETTER = lazy_re(r"(?<![A-Za-z/&])([A-H])(?![A-Za-z/&])")
+_ARTICLE_A = lazy_re(r"A\s+[a-z]")
+_STARTS = lazy_re(r"(?:^|[.!?:;,\"(\n])\s*$")
 
 
 def _is_article(pair: str, at: int) -> bool:
@@ -106,10 +107,10 @@ def _is_article(pair: str, at: int) -> bool:
     return bool(_ARTICLE_A.match(pair, at)) and bool(_STARTS.search(pair[:at]))
 
 
-_SEGMENT = re.compile(r"[;。；()]|,(?!\d{3})|\bvs\.?\b|\bversus\b|对比")
+_SEGMENT = lazy_re(r"[;。；()]|,(?!\d{3})|\bvs\.?\b|\bversus\b|对比")
 # What a number counts: the measure word or the word after it (16 章, 1,200 samples, 2.3s).
-_UNIT = re.compile(r"\s*(%|[\u3400-\u9fff]|[a-z]+)")
-_CAPITALISED = re.compile(r"(?<![\w'.])([A-Z][a-z]{2,}(?:-[A-Za-z]+)?)(?:'s)?\b")
+_UNIT = lazy_re(r"\s*(%|[\u3400-\u9fff]|[a-z]+)")
+_CAPITALISED = lazy_re(r"(?<![\w'.])([A-Z][a-z]{2,}(?:-[A-Za-z]+)?)(?:'s)?\b")
 _MONTH_DAY = frozenset(
     [
         "january",
@@ -172,16 +173,16 @@ def english_numbers(text: str) -> str:
     return _EN_NUMBER.sub(lambda m: _EN_NUMBERS[m.group(1).lower()], text)
 
 
-_TOTAL = re.compile(
+_TOTAL = lazy_re(
     r"\b(?:total|in total|altogether|combined|across|overall|sum)\b|总共|一共|合计|总计|共计|加起来"
 )
-_GAP = re.compile(
+_GAP = lazy_re(
     r"\b(?:more|fewer|less|higher|lower|than|gap|difference|ahead|behind|later|earlier)\b|"
     r"比|相差|差距|高出|多出|少了|多了|差了|晚了|早了|提高了|降低了"
 )
-_ZH_NUMERAL = re.compile("[零〇一二两三四五六七八九十百千万亿]")
-_ANY_DIGIT = re.compile(r"\d")
-_MILLION = re.compile(r"(\d+(?:\.\d+)?)\s*(?:million|mn)\b|(\d+\.\d+)m\b", re.IGNORECASE)
+_ZH_NUMERAL = lazy_re("[零〇一二两三四五六七八九十百千万亿]")
+_ANY_DIGIT = lazy_re(r"\d")
+_MILLION = lazy_re(r"(\d+(?:\.\d+)?)\s*(?:million|mn)\b|(\d+\.\d+)m\b", re.IGNORECASE)
 
 
 def _millions(text: str) -> str:
@@ -500,7 +501,7 @@ def _sign(groups: frozenset[str], lower_better: bool) -> int:
     return merit if "better" in groups else -merit if "worse" in groups else 0
 
 
-_BI = re.compile(r"比\s*(\S{1,12}?)\s*的?\s*(?:准确率|\S{0,4})?(高|好|多|大|强|优|低|差|少|小|弱)")
+_BI = lazy_re(r"比\s*(\S{1,12}?)\s*的?\s*(?:准确率|\S{0,4})?(高|好|多|大|强|优|低|差|少|小|弱)")
 
 
 def _bi_comparisons(pair: str, owners: Owners) -> list[tuple[str, str | None, int]]:

@@ -18,22 +18,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from lingyi._regex import lazy_re
 from lingyi.text import Canonical, Hit, TermMatcher
 
-_SENTENCE = re.compile(r"[。！？!?\n]+|\.(?=\s|$)")
-_CLAUSE = re.compile(r"(?<!\d),|,(?!\d)|;")
-_LEAD_IN = re.compile(r":(?!\d)")
+_SENTENCE = lazy_re(r"[。！？!?\n]+|\.(?=\s|$)")
+_CLAUSE = lazy_re(r"(?<!\d),|,(?!\d)|;")
+_LEAD_IN = lazy_re(r":(?!\d)")
 _TRIM = " \t\"'“”‘’()[]{}<>《》「」【】-–—*•·,.:;"
-_CONNECTIVES = re.compile(
+_CONNECTIVES = lazy_re(
     r"^(?:and|but|so|also|then|plus|and then|然后|另外|还有|而且|并且|同时|但是|但|不过|此外)\s*"
 )
-_QUESTION_END = re.compile(r"(?:\?|吗|呢|么|嘛|吧)\W*$")
+_QUESTION_END = lazy_re(r"(?:\?|吗|呢|么|嘛|吧)\W*$")
 # "May" the month: after a preposition, before a day or year, or closing a phrase.
-_MONTH_MAY = re.compile(
+_MONTH_MAY = lazy_re(
     r"(?:\b(?:in|of|since|until|till|by|from|during|early|late|mid|last|next|this|before|after)"
     r"\s+may\b|\bmay\s+\d|\bmay\s*[,.]|\bmay$)"
 )
-_ING = re.compile(r"^\W*(?:[a-z']+\s+){0,2}?([a-z][a-z\-]*ing)\b")
+_ING = lazy_re(r"^\W*(?:[a-z']+\s+){0,2}?([a-z][a-z\-]*ing)\b")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ Texts are canonical (lingyi.text): case-folded, simplified, NFKC (，：；（�
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,16 +19,17 @@ from functools import cached_property, lru_cache
 from itertools import pairwise
 from operator import attrgetter
 
+from lingyi._regex import lazy_re
 from lingyi.policy import Lexicon
 from lingyi.text import Hit, TermMatcher, canonical_text
 
-_SENTENCE_END = re.compile(r"[。!?\n]|\.(?=\s|$)")
-_CLAUSE_BREAK = re.compile(r"(?<!\d)[,:]|[,:](?!\d)|[;()\[\]【】〔〕—]")  # not 3,000 or 9:30
-_QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|‘[^’]*’")
-_SPACES = re.compile(r"[^\S\n]+")
-_NUMBER_AFTER = re.compile(r"\s*[$¥€]?\s*[\d零一二两三四五六七八九十百千万]")
-_DIGITS_BEFORE = re.compile(r"\d+\s*$")
-_DIGIT_AFTER = re.compile(r"\s*\d")
+_SENTENCE_END = lazy_re(r"[。!?\n]|\.(?=\s|$)")
+_CLAUSE_BREAK = lazy_re(r"(?<!\d)[,:]|[,:](?!\d)|[;()\[\]【】〔〕—]")  # not 3,000 or 9:30
+_QUOTED = lazy_re(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|‘[^’]*’")
+_SPACES = lazy_re(r"[^\S\n]+")
+_NUMBER_AFTER = lazy_re(r"\s*[$¥€]?\s*[\d零一二两三四五六七八九十百千万]")
+_DIGITS_BEFORE = lazy_re(r"\d+\s*$")
+_DIGIT_AFTER = lazy_re(r"\s*\d")
 _MARKUP = " *#>-_~•·\t"
 _BRACKETS = {"【": "】", "[": "]", "(": ")", "〔": "〕"}
 _QUOTE_MARKS = "“”\"「」『』‘’'"

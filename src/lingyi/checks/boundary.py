@@ -30,6 +30,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
+from lingyi._regex import lazy_re
 from lingyi.checks._registry import (
     CheckContext,
     CheckParams,
@@ -46,12 +47,12 @@ from lingyi.text import Hit, canonical, canonical_text
 
 # --- text as the lexicons expect it ---------------------------------------------------------
 
-_ACCENTED = re.compile(r"[a-z]*[\u00c0-\u024f\u0300-\u036f][a-z\u00c0-\u024f\u0300-\u036f]*")
-_HYPHEN = re.compile(r"(?<=[a-z0-9])[-\u2010-\u2015](?=[a-z0-9])")
-_UNIT_GLUE = re.compile(r"(?<=\d)(?=[a-zμ])")
+_ACCENTED = lazy_re(r"[a-z]*[\u00c0-\u024f\u0300-\u036f][a-z\u00c0-\u024f\u0300-\u036f]*")
+_HYPHEN = lazy_re(r"(?<=[a-z0-9])[-\u2010-\u2015](?=[a-z0-9])")
+_UNIT_GLUE = lazy_re(r"(?<=\d)(?=[a-zμ])")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'", "\u00b4": "'"})
-_SPACES = re.compile(r"\s+")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_SPACES = lazy_re(r"\s+")
+_CJK = lazy_re(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 def _plain(match: re.Match[str]) -> str:
@@ -116,7 +117,7 @@ def _generic_conditions(text: str, spans: list[Span]) -> Iterator[Span]:
             yield Span("condition", s.start - 1, s.end)
 
 
-_LATIN_WORD = re.compile(r"[a-z]{7,}")
+_LATIN_WORD = lazy_re(r"[a-z]{7,}")
 
 
 def _named_drugs(text: str, spans: list[Span], lexicon: Lexicon) -> Iterator[Span]:
@@ -239,8 +240,8 @@ def medical_roles(text: str, lexicon: Lexicon) -> list[Span]:
 
 # --- sentences: where roles must meet -------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"[。！？!?；;\n]|\.(?=\s|$)")
-_CLAUSE_END = re.compile(r"[。！？!?；;\n,，、:：]|\.(?=\s|$)|\bbut\b|\bhowever\b|但是|但|不过")
+_SENTENCE_END = lazy_re(r"[。！？!?；;\n]|\.(?=\s|$)")
+_CLAUSE_END = lazy_re(r"[。！？!?；;\n,，、:：]|\.(?=\s|$)|\bbut\b|\bhowever\b|但是|但|不过")
 
 
 def _short_gap(gap: str, zh: int, en: int) -> bool:
@@ -476,7 +477,7 @@ _ANCHORS = frozenset(
 )
 _LETTER = r"[a-z\u3400-\u9fff]"
 # Symbols, punctuation inside a word and emoji between two letters: mel-atonin, 布🙂洛芬, 失.眠.
-_WORD_BREAK = re.compile(
+_WORD_BREAK = lazy_re(
     rf"(?<={_LETTER})(?:_|[^\w\s，。、！？；：,!?;:()（）\[\]【】《》“”\"'])"
     rf"{{1,3}}(?={_LETTER})"
 )

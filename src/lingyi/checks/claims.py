@@ -14,12 +14,12 @@ full-width punctuation as ASCII. The vocabularies are data (validators/lexicons)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property, lru_cache
 
+from lingyi._regex import lazy_re
 from lingyi.council import index_terms
 from lingyi.text import Entities, Hit, TermMatcher, arabic_numerals, canonical_text, entities
 from lingyi.text._lang import EN_STOP, ZH_STOP_CHARS
@@ -151,13 +151,13 @@ class Statement:
 # ---- reading a text -------------------------------------------------------------------
 
 _CJK = "\u3400-\u9fff"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_HAS_CJK = re.compile(f"[{_CJK}]")
-_LATIN_WORD = re.compile(r"[a-z][a-z0-9_\-']*[a-z0-9]|[a-z]")
-_DIGIT_WORD = re.compile(r"[a-z0-9][a-z0-9_\-.]*[a-z0-9]")
+_CJK_RUN = lazy_re(f"[{_CJK}]+")
+_HAS_CJK = lazy_re(f"[{_CJK}]")
+_LATIN_WORD = lazy_re(r"[a-z][a-z0-9_\-']*[a-z0-9]|[a-z]")
+_DIGIT_WORD = lazy_re(r"[a-z0-9][a-z0-9_\-.]*[a-z0-9]")
 # Clause boundaries: Chinese and ASCII punctuation (not a comma or colon inside a number or a
 # URL), and connectives that add a claim. 、 and 和 join a list, not clauses.
-_BREAK = re.compile(
+_BREAK = lazy_re(
     r"[，；;。！？!?\n]|,(?!\d{3})|(?<!\d):(?!\d|//)|(?<=\s)-(?=\s)|—|"
     r"而且|并且|此外|另外|但是|还说|同时还|"
     r"\s(?:and|but|while|whereas|plus)\s+(?=(?:that|also|then|it|they|he|she|we|i|there|no|"
@@ -165,41 +165,41 @@ _BREAK = re.compile(
     r"must|should|[a-z]+ed)\b)|"
     r"\s(?:but|whereas)\s"
 )
-_PATHLIKE = re.compile(r"(?<![\w/])[a-z0-9][\w.\-]+/[\w./\-]+|https?://\S+")
-_TITLE = re.compile(r"《([^》]{1,40})》")
-_TIME = re.compile(
+_PATHLIKE = lazy_re(r"(?<![\w/])[a-z0-9][\w.\-]+/[\w./\-]+|https?://\S+")
+_TITLE = lazy_re(r"《([^》]{1,40})》")
+_TIME = lazy_re(
     r"(?P<h>\d{1,2}):(?P<m>\d{2})(?:\s*(?P<ap>am|pm))?|"
     r"(?P<zh>上午|早上|中午|下午|晚上|今晚|明晚|明早)?\s*(?P<zhh>\d{1,2})\s*点(?P<half>半)?|"
     r"\b(?P<eh>\d{1,2})\s*(?P<eap>am|pm)\b"
 )
-_NUMBER_AT = re.compile(r"(?<![a-z0-9_.\-#])\d+(?:,\d{3})*(?:\.\d+)?%?")
+_NUMBER_AT = lazy_re(r"(?<![a-z0-9_.\-#])\d+(?:,\d{3})*(?:\.\d+)?%?")
 # "until PR #482 is merged", "once it is tagged": a condition, not work done.
-_CONDITION = re.compile(
+_CONDITION = lazy_re(
     r"\b(?:until|unless|once|pending|if|when|before|after)\b|等到|之后|以后|之前|为止|一旦|如果|除非"
 )
-_EN_PERFECT = re.compile(
+_EN_PERFECT = lazy_re(
     r"\b(?:has|have|had)\s+(?:already\s+|just\s+|now\s+|also\s+)?(?:been\s+)?"
     r"[a-z]+(?:ed|en|wn|ut|lt|ng|de|ne|un|ft)\b|"
     r"\b(?:is|are|was|were|got)\s+(?:all\s+|now\s+|already\s+|just\s+)?[a-z]+(?:ed|en|wn|lt)\b"
 )
-_VERSION_AT = re.compile(
+_VERSION_AT = lazy_re(
     r"(?<![a-z0-9.])v(\d+(?:\.\d+){0,2})(?![\d.]*\d)|(?<![\d.])(\d+\.\d+\.\d+)(?![\d.])"
 )
-_DATE_AT = re.compile(
+_DATE_AT = lazy_re(
     r"\d{1,2}\s*月\s*\d{1,2}\s*[日号]|"
     r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b|"
     r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
 )
-_LETTER = re.compile(r"(?<![a-z0-9/'])[a-e](?![a-z0-9/'])")
-_MAY = re.compile(r"(?<=[\s,(])May\b(?!\s+(?:I|we|you|he|she|it|they|be|have|not)\b)")
-_PROPER = re.compile(r"(?<=[\s(\"'“‘])[A-Z][a-z]{2,}")
+_LETTER = lazy_re(r"(?<![a-z0-9/'])[a-e](?![a-z0-9/'])")
+_MAY = lazy_re(r"(?<=[\s,(])May\b(?!\s+(?:I|we|you|he|she|it|they|be|have|not)\b)")
+_PROPER = lazy_re(r"(?<=[\s(\"'“‘])[A-Z][a-z]{2,}")
 _ONES = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 _TEENS = ("eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen")
 _TENS = ("eighteen", "nineteen", "twenty")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_ONES + _TEENS + _TENS, start=1)} | {
     w: str(n) for n, w in ((30, "thirty"), (40, "forty"), (50, "fifty"), (60, "sixty"))
 }
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b")
+_NUMBER_WORD = lazy_re(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b")
 # Chinese measure words and particles count or join but say nothing; English filler words
 # are in the glossary's "light" group (data).
 _ZH_STOP = ZH_STOP_CHARS | frozenset(
@@ -308,7 +308,7 @@ def _matcher(groups: Mapping[str, Iterable[str]]) -> TermMatcher:
     )
 
 
-_PHRASAL = re.compile(r"\b([a-z]+) (it|them|this|that|everything) (back|up|down|out|off|over)\b")
+_PHRASAL = lazy_re(r"\b([a-z]+) (it|them|this|that|everything) (back|up|down|out|off|over)\b")
 
 
 def _prepare(text: str) -> str:
@@ -324,9 +324,9 @@ def _prepare(text: str) -> str:
 
 
 # 周一分享会 is Monday's talk; 这周一条 is one item this week (a measure word follows).
-_WEEKDAY = re.compile(r"((?:周|星期|礼拜)[一二三四五六日天])(?![条个篇次份项件位名批张])")
-_NOT_ONE = re.compile(r"一([条个篇次份项件位])([^,.;:!?，。；：！？]{0,8}?)(?:都|也)(?:没有|没)")
-_SCALED = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(万|千|亿)")
+_WEEKDAY = lazy_re(r"((?:周|星期|礼拜)[一二三四五六日天])(?![条个篇次份项件位名批张])")
+_NOT_ONE = lazy_re(r"一([条个篇次份项件位])([^,.;:!?，。；：！？]{0,8}?)(?:都|也)(?:没有|没)")
+_SCALED = lazy_re(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(万|千|亿)")
 _SCALE = {"千": Decimal(1000), "万": Decimal(10000), "亿": Decimal(100_000_000)}
 
 
@@ -335,11 +335,11 @@ def _scaled(number: str, unit: str) -> str:
 
 
 # 两成流量 is 20% of the traffic, 三成 30%: tenths written as 成.
-_TENTHS = re.compile(r"(?<![\d.])([1-9]|[一二两三四五六七八九])\s*成(?=[^功为立员本果绩交就熟]|$)")
+_TENTHS = lazy_re(r"(?<![\d.])([1-9]|[一二两三四五六七八九])\s*成(?=[^功为立员本果绩交就熟]|$)")
 _TENTH_DIGITS = dict(zip("一二两三四五六七八九", "1223456789", strict=True))
 
 
-_NUMERAL_AFTER_NAME = re.compile(
+_NUMERAL_AFTER_NAME = lazy_re(
     r"(?<=[a-z0-9])(?=[零〇一二两三四五六七八九十百千万亿]+[个条份人名位天周月日号年次篇本项版倍岁元块种组场轮页章节首部期届点%])"
 )
 
@@ -368,9 +368,9 @@ def _spans(text: str) -> list[tuple[int, int]]:
     return [s for s in merged if text[s[0] : s[1]].strip()]
 
 
-_ONLY_NUMBERS = re.compile(r"^[\s\d.,%]*\d[\s\d.,%]*(?:(?:vs\.?|versus|to|比|对)[\s\d.,%]+)*$")
-_PREDICATE = re.compile(r"\s*(?:is|are|was|were|has|have|had|will|got)\b")
-_APPOSITIVE = re.compile(r"\s*(?:the|a|an)\s+[a-z0-9\- ]{1,40}$|\s*(?:the|a|an)\s")
+_ONLY_NUMBERS = lazy_re(r"^[\s\d.,%]*\d[\s\d.,%]*(?:(?:vs\.?|versus|to|比|对)[\s\d.,%]+)*$")
+_PREDICATE = lazy_re(r"\s*(?:is|are|was|were|has|have|had|will|got)\b")
+_APPOSITIVE = lazy_re(r"\s*(?:the|a|an)\s+[a-z0-9\- ]{1,40}$|\s*(?:the|a|an)\s")
 
 
 def _times(text: str) -> tuple[frozenset[str], str]:
@@ -392,10 +392,10 @@ def _times(text: str) -> tuple[frozenset[str], str]:
 
 
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-_ZH_MONTH = re.compile(r"(?<![\d.])(1[0-2]|0?[1-9])\s*月(?!\s*\d{1,2}\s*[日号])(?!份?\s*\d)")
+_ZH_MONTH = lazy_re(r"(?<![\d.])(1[0-2]|0?[1-9])\s*月(?!\s*\d{1,2}\s*[日号])(?!份?\s*\d)")
 # A month named without a day (a date with its day is read by lingyi.text.entities). "May"
 # is a month only after a word that takes one: "in May", not "it may".
-_EN_MONTH = re.compile(
+_EN_MONTH = lazy_re(
     r"\b(january|february|march|april|june|july|august|september|october|november|december|"
     r"(?:(?<=in )|(?<=of )|(?<=by )|(?<=for )|(?<=since )|(?<=until )|(?<=last )|(?<=next )|"
     r"(?<=this )|(?<=early )|(?<=late )|(?<=mid-))may)\b(?!\s*\d)"
@@ -584,7 +584,7 @@ def _labels(unit: str) -> bool:
 
 _POSTPOSED = ("之后", "以后", "之前", "为止")
 # A clause that opens by waiting ("等安全评审完成") states what it waits for, not that it is done.
-_WAITING = re.compile(r"^\W*(?:等到|等待|等)(?!等)")
+_WAITING = lazy_re(r"^\W*(?:等到|等待|等)(?!等)")
 # Only words that make what follows a condition; "after"/"before"/"when" also narrate what
 # happened ("after the review it was cancelled" claims the cancellation).
 _PREPOSED = frozenset({"until", "unless", "once", "pending", "if", "等到", "一旦", "如果", "除非"})

@@ -24,6 +24,7 @@ from weakref import WeakKeyDictionary
 
 from pydantic import Field, PrivateAttr
 
+from lingyi._regex import lazy_re
 from lingyi.checks._agreement import (
     Evidence,
     Features,
@@ -146,7 +147,7 @@ class Fact:
 
 
 # A token that may be an evidence id: it has a digit (kb:zz-101, an-77, audit-v2.3, hex).
-_ID_TOKEN = re.compile(r"[0-9a-z][0-9a-z:_./\-]{2,}[0-9a-z]")
+_ID_TOKEN = lazy_re(r"[0-9a-z][0-9a-z:_./\-]{2,}[0-9a-z]")
 
 
 def _named(ctx: CheckContext, ledger: SessionLedger) -> list[tuple[int, int, Item]]:
@@ -193,7 +194,7 @@ def _relayed(ctx: CheckContext) -> list[tuple[int, int]]:
 
 # Hex ids (trace ids, SHAs, UUIDs), recorded or not: their digits are no numbers of the fact
 # (evidence.id_patterns checks them).
-_HEXLIKE = re.compile(
+_HEXLIKE = lazy_re(
     r"(?<![0-9a-z])(?=[0-9a-f-]*[a-f])(?=[0-9a-f-]*\d)[0-9a-f][0-9a-f-]{6,}(?![0-9a-z])"
 )
 
@@ -206,7 +207,7 @@ def _masks(ctx: CheckContext, named: list[tuple[int, int, Item]]) -> list[tuple[
     return spans + [(s, e, " ") for s, e, _ in named]
 
 
-_LABEL = re.compile(r"^\W*(?:[【\[(]\s*)?(?:推演|推断|推测|inference|prediction)\s*[】\]):]")
+_LABEL = lazy_re(r"^\W*(?:[【\[(]\s*)?(?:推演|推断|推测|inference|prediction)\s*[】\]):]")
 
 
 def _is_fact(sentence: Span) -> bool:

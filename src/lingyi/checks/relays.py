@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from lingyi._regex import lazy_re
 from lingyi.policy import PolicySet
 
 _ADVERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午|早上|晚上|也|都|还|又|一致|亲口|明确|再次|特别|专门|公开|私下)*"
@@ -80,23 +81,23 @@ _TRAIL_VERB = (
     rf"(?:\s+(?:it|so|this|that))?{_TRAIL_ADVERB})?"
 )
 _TRAIL_END = r"\s*[)）]?\s*(?=[.。!！]?\s*$|[.。!！;\n])"
-_PRONOUN = re.compile(rf"(?:他|她|ta|他们|她们|对方){_VERB_ZH}|\b(?:he|she|they)\s+{_VERB_EN}")
-_AFTER_VERB = re.compile(r"[\s,:\"'“”‘’]*")
-_SENTENCE_END = re.compile(r"[。！？!?\n;]|\.(?:\s|$)")
+_PRONOUN = lazy_re(rf"(?:他|她|ta|他们|她们|对方){_VERB_ZH}|\b(?:he|she|they)\s+{_VERB_EN}")
+_AFTER_VERB = lazy_re(r"[\s,:\"'“”‘’]*")
+_SENTENCE_END = lazy_re(r"[。！？!?\n;]|\.(?:\s|$)")
 # Where the relayer's own reasoning starts: "…, so v0.17 ships Monday" is not the member's.
-_OWN_CONCLUSION = re.compile(
+_OWN_CONCLUSION = lazy_re(
     r"[,\s]*(?:所以|因此|因而|据此|于是|这说明|这意味着|可见|\bso\b|\btherefore\b|\bhence\b|\bthus\b|"
     r"which\s+means|that\s+means|meaning\s+that)"
 )
 # Before a name: the name is an addressee or an object ("请灵通确认", "ask LingFlow"), not a speaker.
-_ADDRESSED = re.compile(
+_ADDRESSED = lazy_re(
     r"(?:请|让|叫|麻烦|跟|和|对|给|向|问|帮|替|由|等|@|提醒|通知|催|cc)\s*$"
     r"|\b(?:ask|asked|asking|tell|told|ping|pinged|thank|thanks|to|for|with|cc|dear|hi|hey|let|did|does|do|has|have|is|was|@)\s+$"
 )
-_OPEN_QUOTE = re.compile(r"[\"'“‘「『]\s*$")
-_CLOSE_QUOTE = re.compile(r"^\s*[\"'”’」』]")
-_QUESTION = re.compile(r"(?:[?？]|吗|么|呢)\s*$")
-_REQUEST = re.compile(
+_OPEN_QUOTE = lazy_re(r"[\"'“‘「『]\s*$")
+_CLOSE_QUOTE = lazy_re(r"^\s*[\"'”’」』]")
+_QUESTION = lazy_re(r"(?:[?？]|吗|么|呢)\s*$")
+_REQUEST = lazy_re(
     r"\s*(?:请|麻烦|能不能|能否|可否|可以|帮忙|please|can\s+you|could\s+you|would\s+you|pls)"
 )
 
@@ -221,7 +222,7 @@ def _pronouns(text: str, found: list[Relay], taken: list[tuple[int, int]]) -> li
     return out
 
 
-_PREMISE = re.compile(
+_PREMISE = lazy_re(
     r"(?:\b(?:since|because|as|given\s+that|now\s+that)|既然|因为|由于|鉴于)[^。！？!?\n;]*$"
 )
 

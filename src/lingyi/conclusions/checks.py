@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
+from lingyi._regex import lazy_re
 from lingyi.backends._trace_ids import trace_key
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, Regex, fail, ok, register
 from lingyi.checks.evidence import held, unconfirmed
@@ -248,8 +249,8 @@ class VerifyFirstParams(CheckParams):
         return frozenset(canonical_text(h).strip() for h in self.high_risk)
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_SEPARATORS = re.compile(r"[\s_\-./:]+")
+_CAMEL = lazy_re(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = lazy_re(r"[\s_\-./:]+")
 
 
 def action_words(name: str) -> str:

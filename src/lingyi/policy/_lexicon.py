@@ -25,7 +25,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lingyi.errors import PolicyError
-from lingyi.text import TermMatcher, canonical_text
+from lingyi.policy._cache import TomlCache
+from lingyi.text import TermMatcher
+from lingyi.text._forms import canonical_forms
 
 
 class _LexiconMarker:
@@ -58,7 +60,7 @@ class Lexicon(BaseModel):
 
     def terms(self, group: str) -> tuple[str, ...]:
         """A group's terms in canonical form (empty when the file has no such group)."""
-        return tuple(canonical_text(t) for t in self.groups.get(group, ()))
+        return tuple(canonical_forms(self.groups.get(group, ())))
 
 
 def _flat(groups: dict[str, list[str] | dict[str, list[str]]]) -> dict[str, tuple[str, ...]]:
@@ -78,10 +80,11 @@ def lexicon_path(folder: Path, ref: str, owner: str, key: str) -> Path:
     return folder.joinpath(*parts)
 
 
-def load_lexicon(path: Path) -> Lexicon:
-    """Read and validate one lexicon file (errors name the file and the key)."""
+def load_lexicon(path: Path, toml: TomlCache | None = None) -> Lexicon:
+    """Read and validate one lexicon file (errors name the file and the key); ``toml``: the
+    policy load's parse cache."""
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = (toml or TomlCache(None)).parse(path.read_bytes())
     except FileNotFoundError as exc:
         raise PolicyError(str(path), "-", "lexicon file not found") from exc
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

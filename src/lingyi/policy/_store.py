@@ -32,15 +32,21 @@ class PolicyStore:
     """The current policy set, reloaded when a file in the folder changes."""
 
     def __init__(
-        self, folder: Path, *, check_interval_s: float = 1.0, require_shared: bool = True
+        self,
+        folder: Path,
+        *,
+        check_interval_s: float = 1.0,
+        require_shared: bool = True,
+        cache: bool = True,
     ) -> None:
         self.folder = folder
         self.interval = check_interval_s
         self.require_shared = require_shared
+        self.cache = cache  # the TOML parse cache (lingyi.policy._cache)
         self.refused: list[PolicyError] = []  # why the last reload was not applied, if it was not
         self._lock = threading.Lock()
         self._stamp = self._fingerprint()
-        self._set = load_policies(folder, require_shared=require_shared)
+        self._set = load_policies(folder, require_shared=require_shared, cache=cache)
         self._checked = time.monotonic()
         # The gateway merges its upstreams' tool schemas into each loaded set (see extend).
         self._extend: Callable[[PolicySet], PolicySet] | None = None
@@ -91,7 +97,9 @@ class PolicyStore:
             return
         self._stamp = stamp
         try:
-            reloaded = load_policies(self.folder, require_shared=self.require_shared)
+            reloaded = load_policies(
+                self.folder, require_shared=self.require_shared, cache=self.cache
+            )
         except PolicyError as exc:
             log.error("policy reload failed; keeping the last good policies", error=str(exc))
             return

@@ -11,13 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import git
 from pydantic import BaseModel
 
 from lingyi import messages
-from lingyi.backends import git as gitb
+from lingyi.backends import git_results as results
 from lingyi.backends.data import AccessResult, Analysis
 from lingyi.backends.traces import TraceSearch
 from lingyi.errors import BackendError
@@ -25,6 +24,9 @@ from lingyi.models import Evidence
 from lingyi.policy import MemberPolicy
 from lingyi.server.app import Executor, Run
 from lingyi.server.wire import Guarded, SearchHits
+
+if TYPE_CHECKING:  # GitPython loads with the first git call, not when the server starts
+    import git
 
 DEFAULT_LIMIT = 5
 
@@ -43,11 +45,15 @@ def _repo(run: Run) -> Any:
     roots = run.app.config.repo_roots
     if not roots:
         raise BackendError(messages.text(run.app.config.language, "server.no_repo_roots"))
+    from lingyi.backends import git as gitb  # GitPython with it: on the first git call
+
     return gitb.open_repo(run.args.get("repo_path") or roots[0], roots)
 
 
 def author_of(owner: MemberPolicy) -> git.Actor:
     """Commits are authored by the member that owns the tool, as its policy names it."""
+    import git
+
     return git.Actor(owner.name, f"{owner.id}@council.local")
 
 
@@ -69,7 +75,9 @@ def _in_repo(op: Callable[[Any, Run], E]) -> Callable[[Run], tuple[E, list[Evide
     return execute
 
 
-def _commit(repo: Any, run: Run) -> gitb.CommitResult:
+def _commit(repo: Any, run: Run) -> results.CommitResult:
+    from lingyi.backends import git as gitb
+
     return gitb.commit(
         repo,
         run.args["message"],
@@ -79,16 +87,22 @@ def _commit(repo: Any, run: Run) -> gitb.CommitResult:
     )
 
 
-def _branch(repo: Any, run: Run) -> gitb.BranchResult:
+def _branch(repo: Any, run: Run) -> results.BranchResult:
+    from lingyi.backends import git as gitb
+
     return gitb.branch(repo, run.args["name"], start_point=run.args.get("start_point"))
 
 
-def _push(repo: Any, run: Run) -> gitb.PushResult:
+def _push(repo: Any, run: Run) -> results.PushResult:
+    from lingyi.backends import git as gitb
+
     force, dry_run = run.args.get("force", False), run.args.get("dry_run", False)
     return gitb.push(repo, run.args["remote"], run.args["branch"], force=force, dry_run=dry_run)
 
 
-def _audit(repo: Any, run: Run) -> gitb.AuditReport:
+def _audit(repo: Any, run: Run) -> results.AuditReport:
+    from lingyi.backends import git as gitb
+
     return gitb.audit_report(repo, run.args["version"])
 
 
@@ -140,16 +154,16 @@ def _impl(
 IMPLEMENTATIONS: dict[str, Implementation] = {
     "search_knowledge": _impl(search, Guarded[SearchHits], "query", "domains limit"),
     "git_commit": _impl(
-        _in_repo(_commit), Guarded[gitb.CommitResult], "repo_path message", "paths add_all"
+        _in_repo(_commit), Guarded[results.CommitResult], "repo_path message", "paths add_all"
     ),
     "git_branch": _impl(
-        _in_repo(_branch), Guarded[gitb.BranchResult], "repo_path name", "start_point"
+        _in_repo(_branch), Guarded[results.BranchResult], "repo_path name", "start_point"
     ),
     "git_push": _impl(
-        _in_repo(_push), Guarded[gitb.PushResult], "repo_path remote branch", "force dry_run"
+        _in_repo(_push), Guarded[results.PushResult], "repo_path remote branch", "force dry_run"
     ),
     "generate_audit_report": _impl(
-        _in_repo(_audit), Guarded[gitb.AuditReport], "version", "repo_path"
+        _in_repo(_audit), Guarded[results.AuditReport], "version", "repo_path"
     ),
     "access_data_source": _impl(_access, Guarded[AccessResult], "source"),
     "analyze_data": _impl(_analyze, Guarded[Analysis], "source", "columns group_by"),

@@ -22,10 +22,9 @@ import tomllib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from jsonschema import Draft202012Validator
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
@@ -62,6 +61,9 @@ from lingyi.server.wire import (
     success,
     verdict_of,
 )
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 log = structlog.get_logger()
 
@@ -229,6 +231,8 @@ class ToolTable:
         spec = own_tools(policies)[name]
         key = (policies.version, name)
         if (validator := self._validators.get(key)) is None:
+            from jsonschema import Draft202012Validator  # ~50 ms: on the first call, not start
+
             validator = self._validators[key] = Draft202012Validator(
                 input_schema(spec, self.registries)
             )

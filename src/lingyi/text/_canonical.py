@@ -104,7 +104,14 @@ def fold_look_alikes(text: str) -> str:
 @lru_cache(maxsize=64)
 def _name_pattern(names: tuple[str, ...]) -> re.Pattern[str] | None:
     """Member names with separators allowed between their characters (灵 通, Ling-Flow)."""
-    spread = [_SEP.join(re.escape(c) for c in n if not c.isspace()) for n in names if len(n) > 1]
+    # One alternative per spelling that differs in more than case (LingFlow, lingflow and
+    # "Ling Flow" are one): the pattern ignores case, and each alternative costs compile time.
+    bare: dict[str, str] = {}
+    for n in names:
+        if len(n) > 1:
+            joined = "".join(c for c in n if not c.isspace())
+            bare.setdefault(joined.lower(), joined)
+    spread = [_SEP.join(re.escape(c) for c in n) for n in bare.values()]
     if not spread:
         return None
     alternatives = "|".join(f"(?:{p})" for p in sorted(spread, key=len, reverse=True))

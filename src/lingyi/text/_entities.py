@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
+from lingyi._regex import lazy_re
 from lingyi.text._zh_numbers import arabic_numerals
 
-_VERSION = re.compile(
+_VERSION = lazy_re(
     r"(?<![a-z0-9.])v(\d+(?:\.\d+){0,2})(?![\d.]*\d)|(?<![\d.])(\d+\.\d+\.\d+)(?![\d.])"
 )
-_EDITION = re.compile(r"第\s*(\d+)\s*版|\bversion\s+(\d+(?:\.\d+){0,2})\b")
-_THING_ID = re.compile(
+_EDITION = lazy_re(r"第\s*(\d+)\s*版|\bversion\s+(\d+(?:\.\d+){0,2})\b")
+_THING_ID = lazy_re(
     r"(?<![a-z0-9_.\-])(?!(?:week|day|month|year|sprint|quarter|phase|step|page|top|rc)-)"
     r"([a-z]{1,12}-\d+|#\d+)(?!\d|\.\d)"
 )
@@ -30,8 +31,8 @@ _DATES = (
     re.compile(rf"\b{_EN_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b"),
     re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_EN_MONTH}"),
 )
-_NUMBER = re.compile(r"(?<![a-z0-9_.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(%|k\b|万|千))?")
-_TITLE = re.compile(r"《([^》]{1,40})》|“([^”]{1,40})”|\"([^\"]{2,40})\"")
+_NUMBER = lazy_re(r"(?<![a-z0-9_.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(%|k\b|万|千))?")
+_TITLE = lazy_re(r"《([^》]{1,40})》|“([^”]{1,40})”|\"([^\"]{2,40})\"")
 _SCALE = {"k": Decimal(1000), "千": Decimal(1000), "万": Decimal(10000)}
 
 

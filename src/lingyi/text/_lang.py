@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_CJK = re.compile(r"[\u3400-\u9fff]")
-_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
+from lingyi._regex import lazy_re
+
+_CJK = lazy_re(r"[\u3400-\u9fff]")
+_CJK_RUN = lazy_re(r"[\u3400-\u9fff]+")
+_WORD = lazy_re(r"[A-Za-z][A-Za-z0-9_\-]*")
 # Versions (v0.16, 1.2.3) and ids of things (exp-37, PR-12): a relay must keep them exact.
-_VERSION = re.compile(
+_VERSION = lazy_re(
     r"(?<![A-Za-z0-9.])[vV](\d+(?:\.\d+){0,2})(?![\d.]*\d)|(?<![\d.])(\d+\.\d+\.\d+)(?![\d.])"
 )
 
@@ -80,7 +82,7 @@ ZH_STOP_CHARS = frozenset("的了是在有和与及或也都就还又而中对�
 # Words that say when or how sure, not what: they never make two texts about the same thing.
 # Words that say when or how sure, not what, and negations (whether work is done is
 # compared by status(), not by shared words). They never make two texts about one thing.
-ZH_FILLER = re.compile("目前|现在|已经|还在|当前|仍然|依然|一直|刚刚|最近|没有|尚未|还没|并未|不是")
+ZH_FILLER = lazy_re("目前|现在|已经|还在|当前|仍然|依然|一直|刚刚|最近|没有|尚未|还没|并未|不是")
 
 
 def has_cjk(text: str) -> bool:
@@ -110,10 +112,10 @@ def bigrams(text: str) -> set[str]:
     return out
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*%?")
+_NUMBER = lazy_re(r"\d+(?:[.,]\d+)*%?")
 
 
-_ZH_DATE = re.compile(r"(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
+_ZH_DATE = lazy_re(r"(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
 
 
 def neutral_terms(text: str) -> set[str]:
@@ -141,12 +143,12 @@ def terms(text: str) -> set[str]:
     return bigrams(text) | words(text) | {f"@{c}" for c in concepts(text)}
 
 
-_THING_ID = re.compile(
+_THING_ID = lazy_re(
     r"(?<![A-Za-z0-9_.\-])(?!(?:week|day|month|year|sprint|quarter|phase|step|page)-)"
     r"([A-Za-z]{1,12}-\d+|#\d+)(?!\d|\.\d)",
     re.IGNORECASE,
 )
-_EDITION = re.compile(r"第\s*(\d+)\s*版|\bversion\s+(\d+(?:\.\d+){0,2})\b", re.IGNORECASE)
+_EDITION = lazy_re(r"第\s*(\d+)\s*版|\bversion\s+(\d+(?:\.\d+){0,2})\b", re.IGNORECASE)
 
 
 def versions(text: str) -> set[str]:
@@ -216,7 +218,7 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
 }
 
 
-_PATHLIKE = re.compile(r"[\w.\-]+/[\w./\-]+")
+_PATHLIKE = lazy_re(r"[\w.\-]+/[\w./\-]+")
 
 
 @lru_cache(maxsize=4096)
@@ -225,7 +227,7 @@ def concepts(text: str) -> frozenset[str]:
     return frozenset(c for c, forms in _CONCEPTS.items() if any(f in lower for f in forms))
 
 
-_NOT_DONE = re.compile(
+_NOT_DONE = lazy_re(
     r"尚未|还没|还未|没有完成|未完成|暂缓|推迟|延期|延后|进行中|正在|等待|待定|搁置|取消|失败|"
     r"未开始|没开始|暂停|未能|没能|不会|没有?(?:修|做|完|开始|发布|合并|上线|通过)|"
     r"\b(?:have|has|had) not\b|"
@@ -235,7 +237,7 @@ _NOT_DONE = re.compile(
     r"haven'?t|waiting|not started",
     re.IGNORECASE,
 )
-_DONE = re.compile(
+_DONE = lazy_re(
     r"已完成|完成了|已经完成|已经.{0,6}完|做完|搞定|已发布|发布了|已上线|上线了|已合并|合并了|"
     r"已结束|结束了|已通过|通过了|完工|已修复|修复了|完毕|已重建|重建了|"
     r"\b(?:is|are) out\b|"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from lingyi.text._canonical import canonical_text
+from lingyi.text._forms import canonical_forms
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,11 @@ class TermMatcher:
 
     def __init__(self, groups: Mapping[str, Iterable[str]]) -> None:
         entries: dict[str, tuple[bool, set[str]]] = {}
-        for group, terms in groups.items():
+        listed = {group: list(terms) for group, terms in groups.items()}
+        forms = iter(canonical_forms(r.strip().rstrip("*") for ts in listed.values() for r in ts))
+        for group, terms in listed.items():
             for raw in terms:
-                term = canonical_text(raw.strip().rstrip("*")).strip()
+                term = next(forms).strip()
                 if term:
                     stem, owners = entries.setdefault(term, (raw.strip().endswith("*"), set()))
                     owners.add(group)
