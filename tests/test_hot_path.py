@@ -199,9 +199,9 @@ def _verdicts(policies: PolicySet, assertions: list[Assertion]) -> list[object]:
         layer = ConstraintLayer(policies, council, language=language)
         for assertion in assertions:
             result = layer.verify(assertion, ledger)
+            checks = [c.model_dump_json(exclude={"found"}) for c in result.checks]
             out.append(
-                (result.decision, result.reason, result.recommendation, result.fallback)
-                + tuple(c.model_dump_json(exclude={"found"}) for c in result.checks)
+                (result.decision, result.reason, result.recommendation, result.fallback, *checks)
             )
     return out
 
