@@ -23,14 +23,16 @@ from lingyi.policy import PolicySet, load_policies
 from lingyi.text._lang import ZH_STOP_CHARS, bigrams
 from tests.conftest import SHIPPED_POLICIES
 
-# What a model could send: private-use characters, but not this process's random nonce.
-FAKE = {name: "\ue000" + "\ue001" * 12 + name for name in _LINK}
+# What a model could send: placeholders of the same shape, but not this process's random
+# nonce (and the private-use form placeholders had before).
+FAKE = {name: "ghjk" * 6 for name in _LINK} | {"pua": "\ue000" + "\ue001" * 12 + "prev"}
 RECORDS = [
     {"kind": "verification", "content": "灵通说v0.16审计已经完成", "checks": []},
     {"kind": "verification", "content": "The KB has an article on qigong", "n": 1.5},
     # nested keys named like the chain link, and look-alikes of its placeholders as content
     {"kind": "verification", "fallback": {"prev": "x", "seq": 3, "key_id": None}},
     {"kind": "verification", "content": FAKE["prev"], "payload": {"seq": FAKE["seq"]}},
+    {"kind": "verification", "tool_call": {"arguments": {"prev": FAKE["pua"]}}},
     # a secret: redacted, then serialised again
     {"kind": "verification", "content": "password=hunter2-very-secret", "l": [True, None]},
     {"kind": "verification", "content": 'line\u2028break "quoted" é \\ back'},
@@ -175,3 +177,59 @@ def test_an_unregistered_check_still_fails_closed(policies: PolicySet) -> None:
         gone = [c for c in result.checks if c.code == "plugin.gone"]
         assert [(c.passed, c.degraded) for c in gone] == [(False, True)]
         assert result.decision == "rejected"
+
+
+# Tool calls of every member with nothing in the content (what every guarded call sends),
+# content that is empty once canonical (spaces, zero-width), and, as a control, contents that
+# do say something, in Chinese and English, with evidence in the session and on the council.
+EMPTY_CONTENTS = ["", "   ", "\u200b\u200d", "\n\t"]
+SAYING = ["灵通说v0.16审计已经完成，trace 4bf92f3577b34da6a3ce929d0e0e4736", "See kb:qg-007 at https://kb.lingyi.local/qg-007"]  # fmt: skip
+
+
+def _verdicts(policies: PolicySet, assertions: list[Assertion]) -> list[object]:
+    council = MemoryCouncil()
+    from lingyi.council import CouncilMessage
+
+    council.append(CouncilMessage(sender="lingtong", content="v0.16审计已经完成"))
+    ledger = Ledger()
+    hit = Evidence(id="kb:qg-007", title="气功与呼吸", snippet="调息是气功的核心")
+    ledger.record("s", "lingzhi", "search_knowledge", {"query": "气功"}, [hit])
+    out: list[object] = []
+    for language in ("zh", "en"):
+        layer = ConstraintLayer(policies, council, language=language)
+        for assertion in assertions:
+            result = layer.verify(assertion, ledger)
+            checks = [c.model_dump_json(exclude={"found"}) for c in result.checks]
+            out.append(
+                (result.decision, result.reason, result.recommendation, result.fallback, *checks)
+            )
+    return out
+
+
+def test_checks_with_nothing_to_read_decide_as_their_full_reading(
+    policies: PolicySet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that reads only the content answers an empty one without reading it: every
+    member's every tool call with an empty (or canonically empty) content, and contents that
+    say something, get exactly the same checks, reasons and decisions with the shortcut as
+    with the full reading, in Chinese and English."""
+    from lingyi.checks import _registry
+    from lingyi.models import ToolCall
+
+    assertions = [
+        Assertion(
+            member=member.id,
+            type=kind,
+            content=content,
+            session="s",
+            tool_call=ToolCall(name=tool, arguments={}),
+        )
+        for member in policies.members.values()
+        for tool in member.tools
+        for kind in (AssertionType.ACTION, AssertionType.FACT)
+        for content in EMPTY_CONTENTS + SAYING
+    ]
+    assert len(assertions) > 90
+    shortcut = _verdicts(policies, assertions)
+    monkeypatch.setattr(_registry, "SHORTCUTS", False)
+    assert shortcut == _verdicts(policies, assertions)

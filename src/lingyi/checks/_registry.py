@@ -174,6 +174,17 @@ class CheckContext:
         return found
 
 
+# Checks that read only the content answer an empty one without reading it (a tool call's
+# assertion has none): the outcome is the one their full reading of "" gives, which
+# tests/test_hot_path.py pins by running every such check both ways.
+SHORTCUTS = True
+
+
+def nothing_to_read(ctx: CheckContext) -> bool:
+    """The canonical content is empty, so a check that reads only it has nothing to find."""
+    return SHORTCUTS and not ctx.canon.text
+
+
 P = TypeVar("P", bound=CheckParams)
 CheckFunc = Callable[[CheckContext, Any], Outcome]
 

@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 
-from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register, unsure
+from lingyi.checks._registry import (
+    CheckContext,
+    CheckParams,
+    Outcome,
+    fail,
+    nothing_to_read,
+    ok,
+    register,
+    unsure,
+)
 from lingyi.checks.claims import Clause, Statement, Verdict, Vocabulary
 from lingyi.checks.claims import compare as compare_clause
 from lingyi.checks.relays import Relay, find_relays
@@ -63,6 +72,8 @@ class Finding:
 @register("communication.on_record", CommunicationParams)
 def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
     """Every claim about another member's words or work must match that member's record."""
+    if nothing_to_read(ctx):
+        return ok(ctx.msg("no_claim"))
     text = ctx.canon.text
     relays = find_relays(text, ctx.policies, ctx.member.id)
     if not relays:

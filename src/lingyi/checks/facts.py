@@ -42,7 +42,16 @@ from lingyi.checks._agreement import (
     overlaps,
 )
 from lingyi.checks._asserted import Assertions, Clause, Span, asserted, masked
-from lingyi.checks._registry import CheckContext, CheckParams, Outcome, fail, ok, register, unsure
+from lingyi.checks._registry import (
+    CheckContext,
+    CheckParams,
+    Outcome,
+    fail,
+    nothing_to_read,
+    ok,
+    register,
+    unsure,
+)
 from lingyi.checks.evidence import relays, urls_in
 from lingyi.checks.inference import prediction_signal
 from lingyi.ledger import Item, SessionLedger, number_key
@@ -260,6 +269,9 @@ def subject_supported(ctx: CheckContext, params: SubjectParams) -> Outcome:
     Where a lookup service is configured for the subject (the KB), the check may verify
     actively: it searches, and passes with what it found in ``Outcome.found``.
     """
+    if nothing_to_read(ctx):  # no clause; the session is looked at as a reading would
+        ctx.ledger.session(ctx.assertion.session)
+        return ok(ctx.msg("nothing"))
     vocab = _vocabulary(ctx, params)
     fact = _fact(ctx, params, vocab)
     if not fact.clauses:

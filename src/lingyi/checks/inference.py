@@ -48,6 +48,7 @@ from lingyi.checks._registry import (
     Outcome,
     PerLanguage,
     fail,
+    nothing_to_read,
     ok,
     register,
 )
@@ -144,6 +145,8 @@ def _runs(ctx: CheckContext, check: str) -> bool:
 @register("inference.labelled", InferenceParams)
 def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     """Predictions and forecasts must be labelled as inference, not asserted as fact."""
+    if nothing_to_read(ctx):
+        return ok(ctx.msg("no_prediction"))
     text, lexicon = tidy(ctx.canon.text), ctx.lexicon(params.lexicon)
     hits = tag(text, lexicon)
     whole = Reading(text, hits, vocabulary(lexicon), label_words(params.labels))

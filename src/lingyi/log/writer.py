@@ -43,11 +43,16 @@ from lingyi.redact import redact_record
 
 _TAIL_BLOCK = 64 * 1024
 # The chain link (prev, seq, key_id) is known only under the lock, after the record was
-# serialised: the text holds these placeholders, replaced by the link's values. Private-use
-# characters and a random nonce per process: no content can spell them, no secret format or
-# hint matches them (the redaction's hint pass reads the same text).
-_NONCE = "".join(chr(0xE000 + b) for b in secrets.token_bytes(12))
-_LINK = {name: f"\ue000{_NONCE}{name}" for name in ("prev", "seq", "key_id")}
+# serialised: the text holds these placeholders, replaced by the link's values. A random
+# nonce per process (it never reaches the log, which holds the values): no content can spell
+# one. ASCII, so that the redaction's hint pass over the same text takes its fast path
+# (private-use characters, used before, sent the whole record through the per-character
+# form: a third of the append); letters that are no hex digit, as no secret hint is spelled.
+_NONCE_LETTERS = "ghjkmnpqrstvwxyz"
+_LINK = {
+    name: "".join(secrets.choice(_NONCE_LETTERS) for _ in range(24))
+    for name in ("prev", "seq", "key_id")
+}
 _LINKED = {name: f'"{name}":' + json.dumps(p, ensure_ascii=False) for name, p in _LINK.items()}
 
 

@@ -49,6 +49,7 @@ from lingyi.policy import (
 from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
 from lingyi.server.executors import IMPLEMENTATIONS, Implementation
 from lingyi.server.notifications import notify
+from lingyi.server.schemas import flat_schema
 from lingyi.server.wire import (
     AnswerOutputs,
     Guarded,
@@ -185,7 +186,10 @@ class ToolTable:
     def _tool(
         self, name: str, spec: ToolSpec, fn: ToolFn, output: Any, *, own: bool = False
     ) -> Tool:
-        meta = FuncMetadata(arg_model=RawArguments, output_model=output)
+        # Published flat (cheaper for every client to validate), and not validated again by the
+        # SDK: the result was built from these very models (lingyi.server.wire).
+        derived = FuncMetadata(arg_model=RawArguments, output_model=output).output_schema
+        meta = FuncMetadata(arg_model=RawArguments, output_schema=flat_schema(derived or {}))
         return Tool(
             fn=fn,
             name=name,

@@ -7,6 +7,7 @@ and log are in effect and how many tokens are active (stdout stays clean either 
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -48,11 +49,23 @@ async def _serve_stdio(app: GuardApp, server: GuardServer) -> None:
         tg.cancel_scope.cancel()
 
 
+def settled() -> None:
+    """What start-up loaded (policies, lexicons and their automata, the SDK) lives as long as
+    the server: moved out of the cyclic collector's reach, so that a full collection does
+    not walk those ~125,000 objects again (one took ~0.15 s on this machine, a p99 spike of a
+    call; measured with gc callbacks over 3,000 guarded calls). Garbage among them that a
+    reference count frees is still freed. No collection first: freezing costs nothing, a
+    collection would delay the server's start (issue 10 times ``initialize``)."""
+    gc.freeze()
+
+
 def serve_stdio(config: Config) -> None:
     """Serve one client over stdio until it leaves or a signal arrives."""
     app = GuardApp(config)
     try:
-        anyio.run(_serve_stdio, app, build_server(app))
+        server = build_server(app)
+        settled()
+        anyio.run(_serve_stdio, app, server)
     finally:
         app.close()
 
@@ -96,6 +109,7 @@ def serve_http(config: Config, host: str, port: int) -> None:
     app = GuardApp(config)
     try:
         asgi = http_app(app, host, port)
+        settled()
         sys.stderr.write(start_banner(config, host, port))
         sys.stderr.flush()
         settings = uvicorn.Config(

@@ -1,0 +1,75 @@
+"""The output schemas the tools publish: pydantic's, in a form as cheap to validate as it can be.
+
+A client validates every structured result against the tool's ``outputSchema`` (the MCP
+client does, with ``jsonschema``), on every call. Pydantic's schema of ``Guarded[SearchHits]``
+reaches each model through ``$ref`` and says "string or null" as an ``anyOf`` of two
+schemas; resolving a reference and trying alternatives is most of what that validation costs
+(527 against 327 µs per search result on the project's machine: BENCHMARKS.md, "Second
+round"). The published schema is the same set of instances written without either:
+
+- every ``$ref`` into ``$defs`` is replaced by the definition (our models are not recursive;
+  a schema that refers to itself is published as pydantic made it);
+- ``anyOf`` of bare types (``{"type": "string"}``, ``{"type": "null"}``) is one ``type`` list;
+- ``anyOf`` of an object schema and ``{"type": "null"}`` is that schema with ``"null"`` added to
+  its type, when it uses only keywords that constrain objects alone (``properties``,
+  ``required``, ``additionalProperties``) besides annotations: a null is never constrained by
+  them, so both forms accept exactly the same values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_ANNOTATIONS = frozenset({"title", "description", "default"})
+_OBJECT_ONLY = frozenset({"type", "properties", "required", "additionalProperties"})
+_DEPTH = 32  # deeper than any of our models nests: a reference cycle
+
+
+class _Cycle(Exception):
+    pass
+
+
+def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` (pydantic's, as the SDK derives it) inlined, nullable types as type lists."""
+    defs = schema.get("$defs", {})
+    try:
+        flat = _flat(schema, defs, 0)
+    except _Cycle:
+        return schema
+    return flat if isinstance(flat, dict) else schema
+
+
+def _flat(node: Any, defs: dict[str, Any], depth: int) -> Any:
+    if depth > _DEPTH:
+        raise _Cycle
+    if isinstance(node, list):
+        return [_flat(v, defs, depth + 1) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _flat(v, defs, depth + 1) for k, v in node.items() if k not in ("$defs", "$ref")}
+    if isinstance(ref := node.get("$ref"), str) and ref.startswith("#/$defs/"):
+        target = _flat(defs[ref.removeprefix("#/$defs/")], defs, depth + 1)
+        out = {**target, **out}  # the referring schema's own keywords (its title) win
+    elif "$ref" in node:
+        out["$ref"] = node["$ref"]
+    return _nullable(out)
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf`` of bare types, or of an object schema and null, as one schema (same values)."""
+    alts = node.get("anyOf")
+    if not isinstance(alts, list) or not alts or not all(isinstance(a, dict) for a in alts):
+        return node
+    rest = {k: v for k, v in node.items() if k != "anyOf"}
+    if any(k not in _ANNOTATIONS for k in rest):
+        return node  # other keywords beside the alternatives: leave it as it is
+    if all(set(a) == {"type"} and isinstance(a["type"], str) for a in alts):
+        return {**rest, "type": [a["type"] for a in alts]}
+    if len(alts) != 2 or alts[1] != {"type": "null"} or alts[0].get("type") != "object":
+        return node
+    obj = alts[0]
+    if any(k not in _OBJECT_ONLY and k not in _ANNOTATIONS for k in obj):
+        return node
+    annotations = {k: v for k, v in obj.items() if k in _ANNOTATIONS}
+    constraints = {k: v for k, v in obj.items() if k in _OBJECT_ONLY}
+    return {**annotations, **rest, **constraints, "type": ["object", "null"]}
