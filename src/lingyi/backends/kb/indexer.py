@@ -20,8 +20,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import structlog
 
@@ -34,13 +34,17 @@ log = structlog.get_logger()
 
 Signature = tuple[int, int]  # (mtime_ns, size)
 BATCH = 500  # files per transaction: short enough that a writer never holds the file long
+# Files per transaction of a first build: FTS5 writes a segment at each commit (and merges
+# them later), so fewer, larger commits cost less; still short enough (a few seconds) that a
+# second process opening the same index waits less than its busy timeout.
+BULK = 5000
 PARALLEL_FROM = 2000  # changed files from which worker processes read them (a start costs)
 CHUNK = 250  # files per worker task
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A parsed document with its FTS columns, ready to insert."""
+class Prepared(NamedTuple):
+    """A parsed document with its FTS columns, ready to insert (a tuple: it crosses from
+    the worker processes pickled, and a tuple pickles smaller and faster than a class)."""
 
     doc_id: str
     path: str
@@ -138,9 +142,10 @@ class Indexer:
         if not rels:
             return
         batch: list[Item] = []
+        size = BULK if fresh else BATCH
         for item in self._loads(rels, sigs):
             batch.append(item)
-            if len(batch) >= BATCH:
+            if len(batch) >= size:
                 if self.stopping.is_set():
                     return
                 self._write(batch, fresh)
