@@ -13,9 +13,9 @@ each document's tokens: the counts equal what the index holds, by construction o
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import add
 from typing import Literal
 
 MAX_QUERY_TERMS = 32  # bounds the cost of one MATCH
@@ -25,7 +25,10 @@ SNIPPET_LEAD = 20  # characters of context kept before the first matching term
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_RE = re.compile(rf"[{_CJK}]")
-_RUNS_RE = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")  # (CJK run, "") or ("", word)
+_CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
+_WORD_RE = re.compile(rf"[^\W_{_CJK}]+")
+_UCS4 = "I" if array("I").itemsize == 4 else "L"  # an array item per UTF-32 code unit
+_SPACE = array(_UCS4, [ord(" ")])
 _WORD_CHAR = rf"[^\W_{_CJK}]"
 
 Kind = Literal["word", "bigram", "prefix"]
@@ -104,21 +107,30 @@ def query_terms(query: str) -> list[Term]:
 
 
 def index_text(text: str) -> tuple[str, int]:
-    """The text as the space-separated tokens FTS5 indexes, and how many there are:
-    ``" ".join(segment(text))``, built without a Python step per token (the bigrams of a
-    run come from one ``map``), since this runs on every document of an initial build."""
-    parts: list[str] = []
-    count = 0
-    for run, word in _RUNS_RE.findall(text):
-        if word:
-            parts.append(word.lower())
-            count += 1
-        else:
-            if len(run) > 1:
-                parts.append(" ".join(map(add, run, run[1:])))
-            parts.append(run[-1])
-            count += len(run)
-    return " ".join(parts), count
+    """The text as the tokens FTS5 indexes (separated by spaces), and how many there are.
+
+    The tokens of ``segment(text)``, built without a Python step per token since this runs
+    on every document of a build: the words, then the CJK bigrams and run ends of all runs
+    at once (``_cjk_tokens``). Their order and the number of spaces between them differ
+    from ``segment``'s, which changes nothing: the index keeps no positions.
+    """
+    words = _WORD_RE.findall(text)
+    runs = _CJK_RUN_RE.findall(text)
+    cjk, count = _cjk_tokens(runs) if runs else ("", 0)
+    return " ".join(words).lower() + " " + cjk, len(words) + count
+
+
+def _cjk_tokens(runs: list[str]) -> tuple[str, int]:
+    """Every run's bigrams and last character: with the runs joined by spaces (``a``),
+    token i is ``a[i] + b[i]``, where ``b`` is ``a`` shifted by one with a space wherever a
+    run ends or starts (the run's last character then stands alone; a separator yields
+    nothing). ``a``, ``b`` and spaces are interleaved as code points in one array."""
+    a = " ".join(runs)
+    b = "  ".join([run[1:] for run in runs]) + " "
+    merged = _SPACE * (3 * len(a))
+    merged[0::3] = array(_UCS4, a.encode("utf-32-le"))
+    merged[1::3] = array(_UCS4, b.encode("utf-32-le"))
+    return merged.tobytes().decode("utf-32-le"), len(a) + 1 - len(runs)
 
 
 def make_snippet(body: str, terms: Sequence[Term], width: int = SNIPPET_CHARS) -> str:
