@@ -185,9 +185,11 @@ class Indexer:
             with self._store.writing() as cur:
                 writer = _Writer(cur, self._reread)
                 # Another process may have indexed some of these files meanwhile.
-                add = writer.add if fresh and _none_known(cur, batch) else writer.apply
-                for rel, sig, loaded in batch:
-                    add(rel, sig, loaded)
+                if fresh and _none_known(cur, batch):
+                    writer.add_all(batch)
+                else:
+                    for rel, sig, loaded in batch:
+                        writer.apply(rel, sig, loaded)
                 writer.count()
         except sqlite3.Error as exc:
             raise BackendError(f"cannot index knowledge base {self._root}: {exc}") from exc
@@ -220,19 +222,39 @@ class _Writer:
         for doc_id in dict.fromkeys(affected):
             self._elect(doc_id, rel, loaded)
 
-    def add(self, rel: str, sig: Signature | None, loaded: Loaded) -> None:
-        """``apply`` for a file the index does not know, met in path order: the first file
-        with an id keeps it (the docs table's unique id says whether one did)."""
-        if loaded is None or sig is None:
-            return
-        self._cur.execute(
-            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", (rel, *sig, *_file_state(loaded))
+    def add_all(self, batch: list[Item]) -> None:
+        """``apply`` for files the index does not know, in path order, with one statement
+        per table for all of them: the first file with an id keeps it (the docs table's
+        unique id ignores the others, reported as duplicates)."""
+        cur, present = (
+            self._cur,
+            [(r, s, x) for r, s, x in batch if s is not None and x is not None],
         )
-        if isinstance(loaded, KBProblem):
-            _report(loaded)
-        elif not self._insert(loaded):
-            first = self._cur.execute("SELECT path FROM docs WHERE doc_id = ?", (loaded.doc_id,))
-            _report_duplicate(rel, loaded.doc_id, first.fetchone()[0], self._cur)
+        cur.executemany(
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(rel, *sig, *_file_state(loaded)) for rel, sig, loaded in present],
+        )
+        docs = [loaded for _, _, loaded in present if isinstance(loaded, Prepared)]
+        (last,) = cur.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()
+        cur.executemany(
+            "INSERT OR IGNORE INTO docs (doc_id, path, title, domain, tags, body, ntok)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(d.doc_id, d.path, d.title, d.domain, d.tags, d.body, d.ntok) for d in docs],
+        )
+        added = dict(cur.execute("SELECT path, rowid FROM docs WHERE rowid > ?", (last,)))
+        new = [d for d in docs if d.path in added]
+        cur.executemany(
+            "INSERT INTO kb_fts (rowid, dom, title, tags, body) VALUES (?, ?, ?, ?, ?)",
+            [(added[d.path], *d.columns) for d in new],
+        )
+        self._docs += len(new)
+        self._tokens += sum(d.ntok for d in new)
+        for rel, _, loaded in present:
+            if isinstance(loaded, KBProblem):
+                _report(loaded)
+            elif rel not in added:
+                first = cur.execute("SELECT path FROM docs WHERE doc_id = ?", (loaded.doc_id,))
+                _report_duplicate(rel, loaded.doc_id, first.fetchone()[0], cur)
 
     def _drop(self, doc_id: str, rel: str) -> None:
         """Remove ``doc_id``'s document if it is the one ``rel`` put in effect."""
