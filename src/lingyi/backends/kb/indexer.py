@@ -35,9 +35,10 @@ log = structlog.get_logger()
 Signature = tuple[int, int]  # (mtime_ns, size)
 BATCH = 500  # files per transaction: short enough that a writer never holds the file long
 # Files per transaction of a first build: FTS5 writes a segment at each commit (and merges
-# them later), so fewer, larger commits cost less; still short enough (a few seconds) that a
-# second process opening the same index waits less than its busy timeout.
-BULK = 5000
+# them later), so fewer, larger commits cost less. 2,000 cost as little as 5,000 (measured),
+# hold less in memory (+12 MB resident rather than +37, at 20k), and keep a transaction
+# short enough that a second process opening the same index waits less than its timeout.
+BULK = 2000
 PARALLEL_FROM = 2000  # changed files from which worker processes read them (a start costs)
 CHUNK = 250  # files per worker task
 
@@ -151,7 +152,19 @@ class Indexer:
                 self._write(batch, fresh)
                 batch = []
         self._write(batch, fresh)
+        if fresh and not self.stopping.is_set():
+            self._optimize()
         log.info("kb.indexed", folder=str(self._root), changed=len(rels))
+
+    def _optimize(self) -> None:
+        """Merge a first build's FTS segments into one (about 1.3 s of CPU at 100k, 6% of
+        the build): left as they are, a later one-file commit can set off a merge of large
+        segments (measured: up to 270 ms once in 300 updates, against 20 ms after this)."""
+        try:
+            with self._store.writing() as cur:
+                cur.execute("INSERT INTO kb_fts (kb_fts) VALUES ('optimize')")
+        except sqlite3.Error as exc:
+            raise BackendError(f"cannot index knowledge base {self._root}: {exc}") from exc
 
     def _loads(self, rels: list[str], sigs: dict[str, Signature]) -> Iterator[Item]:
         present = [(rel, sigs.get(rel)) for rel in rels]
