@@ -565,6 +565,10 @@ def test_a_first_build_killed_midway_is_completed_before_it_is_served(
     assert kb_state(reopened) == kb_state(clean) and len(reopened) == len(clean) == 44
     for query in ("气功", "太极", "tea", "qigong"):
         assert reopened.search(query, limit=50) == clean.search(query, limit=50), query
+    # The build had put off FTS5's merging until its end: merging is on again.
+    with sqlite3.connect(db) as conn:
+        merging = dict(conn.execute("SELECT k, v FROM kb_fts_config"))
+    assert merging.get("automerge") == 4 and merging.get("crisismerge") == 16
 
 
 def test_a_first_build_in_large_transactions_equals_one_in_small_ones(
