@@ -18,11 +18,19 @@ implementation this one replaced ("old", loaded from git at ``BASELINE_COMMIT``)
 
 Old and new processes alternate, ``--rounds`` times. Nothing here is asserted: read medians
 and ratios; the machine is shared.
+
+    python benchmarks/bench_kb.py --index-only [--against COMMIT] [--rounds 3]
+
+times the first build alone (wall, CPU of the process and its index workers, the load
+average around it) for the tree and for the package of an earlier commit (``--against``,
+by default the commit before the first build was made faster), in fresh processes
+alternated round by round, and checks that both give the same hits (``pinned_hits``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -44,6 +52,7 @@ import kb_corpus
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache"
 BASELINE_COMMIT = "4e84407"  # the last commit with the single-module, in-memory KB
+INDEX_BASELINE = "84b2019"  # the first build before it was made faster (issue 10, K2)
 Search = Callable[..., list[Any]]
 
 
@@ -273,12 +282,106 @@ def agreement(old: Search, new: Search) -> dict[str, dict[str, float]]:
     return result
 
 
+# --------------------------------------------------------------------------- first build only
+
+
+def index_child(folder: Path) -> dict[str, Any]:
+    """One first build in this fresh process: times, load, memory, and a digest of hits."""
+    from lingyi.backends.kb import KnowledgeBase
+
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        start, cpu, own = time.perf_counter(), cpu_s(), time.process_time()
+        db = Path(tmp) / "index.sqlite"
+        kb = KnowledgeBase(folder, domains=kb_corpus.DOMAINS, db_path=db, watch=False)
+        wall, used, own = time.perf_counter() - start, cpu_s() - cpu, time.process_time() - own
+        hits, docs = pinned_hits(kb.search), len(kb)
+        kb.close()
+    return {
+        "docs": docs,
+        "index_s": round(wall, 2),
+        "index_cpu_s": round(used, 2),
+        "index_cpu_writer_s": round(own, 2),  # this process: SQLite; the rest is the workers
+        "load": [round(load, 2), round(os.getloadavg()[0], 2)],
+        "peak_mb": memory()["peak_mb"],
+        "hits_sha256": hashlib.sha256(json.dumps(hits, ensure_ascii=False).encode()).hexdigest(),
+    }
+
+
+def pinned_hits(search: Search) -> list[Any]:
+    """Every hit (id, score, snippet...) of the timed queries and a few more, with and
+    without a domain, at two limits: what must not change when the build gets faster."""
+    queries = [q for qs in kb_corpus.query_terms().values() for q in qs]
+    queries += ["气", "道", "the", "qigong tea", "量子 物理"]
+    return [
+        [hit.model_dump() for hit in search(q, limit, domain)]
+        for q in queries
+        for domain in (None, kb_corpus.DOMAINS[2])
+        for limit in (5, 50)
+    ]
+
+
+def index_rounds(docs: int, against: str, rounds: int) -> dict[str, Any]:
+    """The tree ("after") and ``against`` ("before") alternated, a fresh process each."""
+    sources = {"before": str(exported_src(against)), "after": str(ROOT / "src")}
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for n in range(rounds):
+        for name in ("before", "after") if n % 2 == 0 else ("after", "before"):
+            env = {**os.environ, "PYTHONPATH": sources[name]}
+            runs[name].append(run_child(["--child", "index", "--docs", str(docs)], env))
+    return {"docs": docs, "against": against, "runs": runs}
+
+
+def exported_src(commit: str) -> Path:
+    """The ``src`` folder of ``commit``, exported once under the cache (not a work tree)."""
+    target = CACHE / f"src-{commit}"
+    if not (target / "src").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", commit, "src"], cwd=ROOT, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target / "src"
+
+
+def index_table(report: dict[str, Any]) -> str:
+    runs = report["runs"]
+    lines = [f"First build of {report['docs']:,} documents; before = {report['against']}", ""]
+    lines += [
+        "| | wall median (min–max) | CPU median (min–max) | of it the writer | load 1 min "
+        "| peak | hits |"
+    ]
+    lines.append("|---|---:|---:|---:|---:|---:|---|")
+    digests = {r["hits_sha256"] for rs in runs.values() for r in rs}
+    for name, rs in runs.items():
+        walls, cpus = [r["index_s"] for r in rs], [r["index_cpu_s"] for r in rs]
+        loads = [x for r in rs for x in r["load"]]
+        lines.append(
+            f"| {name} | {spread(walls)} s | {spread(cpus)} s"
+            f" | {writer_cpu(rs)}"
+            f" | {min(loads)}–{max(loads)}"
+            f" | {max(r['peak_mb'] for r in rs):.0f} MB"
+            f" | {'same' if len(digests) == 1 else 'DIFFER'} |"
+        )
+    return "\n".join(lines)
+
+
+def writer_cpu(runs: list[dict[str, Any]]) -> str:
+    """The median CPU of the writing process alone (not reported by older runs)."""
+    own = [r["index_cpu_writer_s"] for r in runs if "index_cpu_writer_s" in r]
+    return f"{statistics.median(own):.1f} s" if own else "–"
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} ({min(values):.1f}–{max(values):.1f})"
+
+
 # --------------------------------------------------------------------------- orchestration
 
 
-def run_child(args: list[str]) -> dict[str, Any]:
+def run_child(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__).resolve()), *args]
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT, env=env)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -291,10 +394,19 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=20, help="file rewrites timed (new)")
     parser.add_argument("--impl", choices=["old", "new", "both"], default="both")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--child", choices=["old", "new", "both"], help=argparse.SUPPRESS)
+    parser.add_argument("--index-only", action="store_true", help="time the first build alone")
+    parser.add_argument("--against", default=INDEX_BASELINE, help="commit for --index-only")
+    parser.add_argument("--child", choices=["old", "new", "both", "index"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # stdout: JSON
     folder = kb_corpus.write_corpus(CACHE / f"kb-{args.docs}", args.docs)
+    if args.child == "index":
+        print(json.dumps(index_child(folder)))
+        return
+    if args.index_only:
+        report = index_rounds(args.docs, args.against, args.rounds)
+        print(json.dumps(report, indent=2) if args.json else index_table(report))
+        return
     if args.child:
         result = (
             interleaved(folder, args.repeat)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -22,6 +26,7 @@ from lingyi.backends.kb import (
     open_kept,
     segment,
 )
+from lingyi.backends.kb.terms import index_text
 from lingyi.config import defaults_dir
 from lingyi.errors import BackendError
 from lingyi.guard import kb_domains
@@ -95,6 +100,29 @@ def test_segment_makes_bigrams_and_lowercase_words(
 ) -> None:
     """CJK runs become overlapping bigrams (a lone char stays), words are lowercased."""
     assert segment(text, for_index=for_index) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "气功源流",
+        "气",
+        "道家，儒家。气功有悠久的历史",
+        "Qigong 与 Tai-Chi, QIGONG qigong",
+        "ΟΔΟΣ ΑΣ'Β İstanbul café snake_case x2",  # final sigma, dotted I, underscore
+        "気功・テスト 한국어 텍스트 气气气",
+        "",
+        "  \t\n",
+        "。，！",
+    ],
+)
+def test_index_text_is_the_index_tokens_of_segment(text: str) -> None:
+    """The fast path of the index makes exactly the tokens, as many times each, that
+    ``segment`` makes for the index (their order does not matter: no positions are kept),
+    so queries match what they matched; the count is the document length of bm25."""
+    tokens = segment(text)
+    indexed, count = index_text(text)
+    assert sorted(indexed.split()) == sorted(tokens) and count == len(tokens)
 
 
 # --------------------------------------------------------------------------- search
@@ -496,6 +524,66 @@ def test_two_instances_can_share_one_index(kb_dir: Path, tmp_path: Path) -> None
     write_doc(kb_dir, "e.md", "kb:t-005", "八段锦", "八段锦是导引功法。", "气")
     assert first.refresh() == 1 and second.refresh() == 0
     assert found(second, "八段锦") == ["kb:t-005"] and len(second) == len(first) == 5
+
+
+# A first build that dies after two of its transactions: killed, as a power cut or the OOM
+# killer would, so nothing of Python's clean-up runs.
+CRASHING_BUILD = """
+import os, signal, sys
+from pathlib import Path
+from lingyi.backends.kb import KnowledgeBase, indexer
+indexer.BULK = 10
+real, done = indexer.Indexer._write, []
+def write(self, batch, fresh):
+    if len(done) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(self, batch, fresh)
+    done.append(batch)
+indexer.Indexer._write = write
+KnowledgeBase(Path(sys.argv[1]), db_path=Path(sys.argv[2]), watch=False)
+"""
+
+
+def test_a_first_build_killed_midway_is_completed_before_it_is_served(
+    kb_dir: Path, tmp_path: Path
+) -> None:
+    """A crash during the first build leaves only whole transactions in the index file;
+    opening it again finds the files it lacks and indexes them before the first search,
+    so the index served equals a clean build (documents, problems and hits)."""
+    for n in range(40):
+        body = f"第{n}篇文章讲气功与太极。" if n % 2 else f"Article {n} about tea and qigong."
+        write_doc(kb_dir, f"m{n:02d}.md", f"kb:m-{n:03d}", f"文章{n}", body, "气")
+    (kb_dir / "bad.md").write_text("没有前言的正文。\n", encoding="utf-8")
+    db = tmp_path / "index.sqlite"
+    run = subprocess.run([sys.executable, "-c", CRASHING_BUILD, str(kb_dir), str(db)], check=False)
+    assert run.returncode == -signal.SIGKILL
+    with sqlite3.connect(db) as conn:
+        (half,) = conn.execute("SELECT value FROM meta WHERE key = 'docs'").fetchone()
+    assert 0 < half < 44  # the crash left a part of the index
+    clean = KnowledgeBase(kb_dir, watch=False)
+    reopened = KnowledgeBase(kb_dir, db_path=db, watch=False)
+    assert kb_state(reopened) == kb_state(clean) and len(reopened) == len(clean) == 44
+    for query in ("气功", "太极", "tea", "qigong"):
+        assert reopened.search(query, limit=50) == clean.search(query, limit=50), query
+    # The build had put off FTS5's merging until its end: merging is on again.
+    with sqlite3.connect(db) as conn:
+        merging = dict(conn.execute("SELECT k, v FROM kb_fts_config"))
+    assert merging.get("automerge") == 4 and merging.get("crisismerge") == 16
+
+
+def test_a_first_build_in_large_transactions_equals_one_in_small_ones(
+    kb_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first build's transaction size changes nothing indexed: problems, duplicates
+    (the first path keeps the id) and hits are those of one file per transaction."""
+    (kb_dir / "bad.md").write_text("没有前言的正文。\n", encoding="utf-8")
+    write_doc(kb_dir, "z.md", "kb:t-001", "另一篇", "重复的编号。")
+    large = KnowledgeBase(kb_dir, watch=False)
+    monkeypatch.setattr(indexer, "BULK", 1)
+    small = KnowledgeBase(kb_dir, watch=False)
+    assert kb_state(large) == kb_state(small)
+    for query in ("量子纠缠", "气功", "tea"):
+        assert large.search(query) == small.search(query), query
 
 
 def kb_state(kb: KnowledgeBase) -> tuple[list[tuple[str, str, str]], list[tuple[str, int, str]]]:

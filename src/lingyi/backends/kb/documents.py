@@ -71,8 +71,10 @@ def load_file(root: Path, rel: str, domains: Sequence[str] | None) -> Parsed | K
     if st.st_size > MAX_FILE_BYTES:
         return KBProblem(file=rel, line=0, message=f"larger than {MAX_FILE_BYTES} bytes")
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read()
+        # Bytes, then one decode: a text-mode file costs more than the parse, and its
+        # newline translation changes nothing here (lines are split on \r\n, \r and \n).
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         return KBProblem(file=rel, line=0, message=f"cannot read: {exc}")
     return parse_document(text, rel, domains)

@@ -41,6 +41,7 @@ _SCHEMA = (
     "INSERT INTO meta VALUES ('docs', 0), ('tokens', 0)",
 )
 _TABLES = ("meta", "files", "docs", "kb_fts")
+PENDING_BYTES = 16 << 20
 
 
 def fingerprint(root: Path, domains: Sequence[str] | None) -> str:
@@ -86,6 +87,9 @@ class Store:
                 for statement in _SCHEMA:
                     cur.execute(statement)
                 cur.execute("INSERT INTO meta VALUES ('built_for', ?)", (built_for,))
+                _pending_size(cur)
+            elif _merging_deferred(cur):  # a first build stopped before its end
+                defer_merging(cur, False)
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[sqlite3.Cursor]:
@@ -127,3 +131,34 @@ def _built_for(cur: sqlite3.Cursor) -> str | None:
     except sqlite3.OperationalError:  # no such table: a new file
         return None
     return str(row[0]) if row else None
+
+
+def _pending_size(cur: sqlite3.Cursor) -> None:
+    """Let FTS5 hold 16 MB of new postings in memory before it writes a segment (1 MB by
+    default): a first build then writes one segment per transaction instead of dozens to be
+    merged later. A one-file update commits (and writes) long before that. An SQLite that
+    does not know the option builds the same index, more slowly."""
+    with contextlib.suppress(sqlite3.OperationalError):
+        cur.execute("INSERT INTO kb_fts (kb_fts, rank) VALUES ('hashsize', ?)", (PENDING_BYTES,))
+
+
+_BULK_MERGING = (("automerge", 0), ("crisismerge", 1999))  # no merge until 'optimize'
+_MERGING = (("automerge", 4), ("crisismerge", 16))  # FTS5's defaults
+
+
+def defer_merging(cur: sqlite3.Cursor, defer: bool) -> None:
+    """During a first build, let FTS5 pile up its segments and merge them once at the end
+    ('optimize'), rather than merging them level by level as they come (each document's
+    postings rewritten three times more at 100k). Persistent until turned back: the store,
+    opened on an index whose build stopped midway, turns it back."""
+    with contextlib.suppress(sqlite3.OperationalError):
+        for key, value in _BULK_MERGING if defer else _MERGING:
+            cur.execute("INSERT INTO kb_fts (kb_fts, rank) VALUES (?, ?)", (key, value))
+
+
+def _merging_deferred(cur: sqlite3.Cursor) -> bool:
+    try:
+        row = cur.execute("SELECT v FROM kb_fts_config WHERE k = 'automerge'").fetchone()
+    except sqlite3.OperationalError:  # an SQLite without the table's config
+        return False
+    return row is not None and row[0] == 0

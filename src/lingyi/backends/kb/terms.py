@@ -13,6 +13,7 @@ each document's tokens: the counts equal what the index holds, by construction o
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -24,6 +25,10 @@ SNIPPET_LEAD = 20  # characters of context kept before the first matching term
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_RE = re.compile(rf"[{_CJK}]")
+_CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
+_WORD_RE = re.compile(rf"[^\W_{_CJK}]+")
+_UCS4 = "I" if array("I").itemsize == 4 else "L"  # an array item per UTF-32 code unit
+_SPACE = array(_UCS4, [ord(" ")])
 _WORD_CHAR = rf"[^\W_{_CJK}]"
 
 Kind = Literal["word", "bigram", "prefix"]
@@ -102,9 +107,30 @@ def query_terms(query: str) -> list[Term]:
 
 
 def index_text(text: str) -> tuple[str, int]:
-    """The text as the space-separated tokens FTS5 indexes, and how many there are."""
-    tokens = segment(text)
-    return " ".join(tokens), len(tokens)
+    """The text as the tokens FTS5 indexes (separated by spaces), and how many there are.
+
+    The tokens of ``segment(text)``, built without a Python step per token since this runs
+    on every document of a build: the words, then the CJK bigrams and run ends of all runs
+    at once (``_cjk_tokens``). Their order and the number of spaces between them differ
+    from ``segment``'s, which changes nothing: the index keeps no positions.
+    """
+    words = _WORD_RE.findall(text)
+    runs = _CJK_RUN_RE.findall(text)
+    cjk, count = _cjk_tokens(runs) if runs else ("", 0)
+    return " ".join(words).lower() + " " + cjk, len(words) + count
+
+
+def _cjk_tokens(runs: list[str]) -> tuple[str, int]:
+    """Every run's bigrams and last character: with the runs joined by spaces (``a``),
+    token i is ``a[i] + b[i]``, where ``b`` is ``a`` shifted by one with a space wherever a
+    run ends or starts (the run's last character then stands alone; a separator yields
+    nothing). ``a``, ``b`` and spaces are interleaved as code points in one array."""
+    a = " ".join(runs)
+    b = "  ".join([run[1:] for run in runs]) + " "
+    merged = _SPACE * (3 * len(a))
+    merged[0::3] = array(_UCS4, a.encode("utf-32-le"))
+    merged[1::3] = array(_UCS4, b.encode("utf-32-le"))
+    return merged.tobytes().decode("utf-32-le"), len(a) + 1 - len(runs)
 
 
 def make_snippet(body: str, terms: Sequence[Term], width: int = SNIPPET_CHARS) -> str:
