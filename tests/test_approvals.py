@@ -577,3 +577,55 @@ def test_an_upstream_git_reset_waits_for_a_person_and_never_reaches_the_upstream
     assert out[0]["decision"] == "pending" and out[0]["approval"]["tool"] == "git.git_reset"
     assert staged == ["n.txt", ""]
     assert out[1]["decision"] == "approved"
+
+
+# --- the argument digest -------------------------------------------------------------------
+
+
+WEAK = (
+    "hunter2hunter2"  # a low-entropy secret: redacted in the log, easy to guess from a plain hash
+)
+
+
+def _plain_digest(args: dict[str, Any]) -> str:
+    import hashlib
+
+    text = json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("keyed", "message", "prefix"),
+    [
+        (True, f"修复登录 密码是 {WEAK}", "hmac-sha256:"),
+        (True, f"fix login password={WEAK}", "hmac-sha256:"),
+        (False, f"修复登录 密码是 {WEAK}", "sha256:"),
+        (False, f"fix login password={WEAK}", "sha256:"),
+    ],
+)
+def test_the_argument_digest_is_keyed_when_the_log_is(
+    tmp_path: Path, keyed: bool, message: str, prefix: str
+) -> None:
+    """With a log key the approval is bound to an HMAC of the arguments (named by the key
+    id): a guess of the redacted secret hashed with sha256 matches nothing in the log. Without
+    a key it stays the documented plain sha256. Either way the approved call runs, once."""
+    key = tmp_path / "log.key"
+    key.write_text("k" * 64 + "\n", encoding="utf-8")
+    extra = f'\n[log]\nkey_file = "{key}"\n' if keyed else ""
+    dep = approval_deployment(tmp_path / "d", "en", extra)
+    head = stage(dep)
+    out: list[dict[str, Any]] = []
+
+    async def body(client: Client) -> None:
+        pending = await call(client, "git_commit", commit_args(dep, message))
+        assert cli("--config", str(dep.config_path), "approve", pending["approval"]["id"])[0] == 0
+        out.append(await call(client, "git_commit", commit_args(dep, message)))
+
+    run(dep, body)
+    digests = {r["args_digest"] for r in approvals_in(dep)}
+    (digest,) = digests
+    guessed = _plain_digest(commit_args(dep, message))
+    assert digest.startswith(prefix) and (guessed in dep.log.read_text(encoding="utf-8")) != keyed
+    assert WEAK not in dep.log.read_text(encoding="utf-8")
+    assert out[0]["decision"] == "approved" and git(dep.repo, "rev-parse", "HEAD") != head
+    assert subprocess_lingyi(dep, "log", "verify").returncode == 0

@@ -87,7 +87,7 @@ class ApprovalGate:
             return None
         principal = caller.principal.name if caller.principal else None
         binding = Binding(
-            owner.id, principal, call.name, args_digest(call.arguments), result.policy_version
+            owner.id, principal, call.name, self._digest(call.arguments), result.policy_version
         )
         held = Held(caller, owner, call, result, why, binding, owner.language or self.language)
         ask = asker() if self.settings.elicit else None
@@ -109,6 +109,11 @@ class ApprovalGate:
         if answer.action == "input_required":  # the question goes out with the result
             return self._waiting(held, approval, [PENDING])
         return self._answered(held, approval, answer)
+
+    def _digest(self, args: dict[str, Any]) -> str:
+        """Keyed with the log's current key when it has one (see :func:`args_digest`)."""
+        keys = self.book.log.options.keys
+        return args_digest(args, keys.current if keys is not None else None)
 
     def _resumed(
         self, held: Held, approvals: dict[str, Approval], ask: Asker
