@@ -629,3 +629,152 @@ def test_the_argument_digest_is_keyed_when_the_log_is(
     assert WEAK not in dep.log.read_text(encoding="utf-8")
     assert out[0]["decision"] == "approved" and git(dep.repo, "rev-parse", "HEAD") != head
     assert subprocess_lingyi(dep, "log", "verify").returncode == 0
+
+
+# --- consuming an answer: check and use under one hold of the lock -------------------------
+
+
+class _RetryAsker:
+    """Stands in for a 2026-07-28 client's retry (mocked: two truly simultaneous retries of
+    one call cannot be ordered through the real client): it carries ``answer`` for
+    ``approval_id``, or (None) asks anew, which answers input_required."""
+
+    def __init__(self, found: tuple[str, Any] | None) -> None:
+        self.found = found
+
+    def answered(self) -> tuple[str, Any] | None:
+        return self.found
+
+    def ask(self, message: str, label: str, timeout_s: float, approval_id: str) -> Any:
+        from lingyi.approvals._elicit import Answer
+
+        return Answer("input_required")
+
+
+class _Interleave:
+    """The book's lock, made to let the other thread take it once between this thread's
+    first release and anything it does next: the interleaving that let two retries both
+    use one answer. Bounded waits only (a fixed gate needs no second hold)."""
+
+    def __init__(self, inner: Any) -> None:
+        import threading
+
+        self.inner, self.first = inner, threading.Event()
+        self.other_held, self.lock = threading.Event(), threading.Lock()
+        self.first_thread: int | None = None
+
+    def __enter__(self) -> Any:
+        return self.inner.__enter__()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __exit__(self, *exc: Any) -> None:
+        import threading
+
+        self.inner.__exit__(*exc)
+        me = threading.get_ident()
+        with self.lock:
+            first = self.first_thread is None
+            if first:
+                self.first_thread = me
+        if first:
+            self.other_held.wait(timeout=TIMEOUT_S)  # let the other thread hold it once
+        elif me != self.first_thread:
+            self.other_held.set()
+
+
+@pytest.mark.parametrize(
+    ("lang", "action", "runs", "events"),
+    [
+        ("en", "accept", 1, ["requested", "approved", "used"]),
+        ("zh", "accept", 1, ["requested", "approved", "used"]),
+        ("en", "decline", 0, ["requested", "refused"]),
+        ("zh", "decline", 0, ["requested", "refused"]),
+    ],
+)
+def test_two_simultaneous_retries_with_one_answer_use_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lang: str, action: str, runs: int,
+    events: list[str],
+) -> None:  # fmt: skip
+    """Two threads retry the same asked call with the same answer, the lock handed between
+    them at the worst moment: the answer is recorded once (approved and used once, or
+    refused once), at most one of them may run, and the other does not run on it."""
+    import threading
+
+    from lingyi.approvals import _gate
+    from lingyi.approvals._elicit import Answer
+    from lingyi.models import Assertion, AssertionType, ToolCall
+    from lingyi.server.app import Caller
+
+    dep = approval_deployment(tmp_path / "d", lang)
+    app = GuardApp(dep.config())
+    try:
+        owner = app.policies.tool_owner("git_commit")
+        assert owner is not None
+        call_ = ToolCall(name="git_commit", arguments=commit_args(dep))
+        caller = Caller("s-retry")
+        assertion = Assertion(member=owner.id, type=AssertionType.ACTION, tool_call=call_)
+        result = app.check(caller, assertion)
+        gate = app.approvals
+        monkeypatch.setattr(_gate, "asker", lambda: _RetryAsker(None))
+        asked = gate.hold(caller, owner, call_, result)
+        assert asked is not None and asked.verdict.approval is not None
+        answer = (asked.verdict.approval.id, Answer(action))  # type: ignore[arg-type]
+        monkeypatch.setattr(_gate, "asker", lambda: _RetryAsker(answer))
+        gate.book.mutex = _Interleave(gate.book.mutex)  # type: ignore[assignment]
+        replies: list[Any] = []
+        start = threading.Barrier(2)
+
+        def retry() -> None:
+            start.wait(timeout=TIMEOUT_S)
+            replies.append(gate.hold(caller, owner, call_, result))
+
+        threads = [threading.Thread(target=retry) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=TIMEOUT_S)
+    finally:
+        app.close()
+    mine = [r for r in approvals_in(dep) if r["approval_id"] == answer[0]]
+    assert [r["event"] for r in mine] == events
+    assert sum(r is None for r in replies) == runs and len(replies) == 2
+    assert all(r.verdict.decision != "approved" for r in replies if r is not None)
+
+
+@pytest.mark.parametrize(
+    ("lang", "elsewhere", "decision", "runs"),
+    [
+        ("en", ["--refuse", "--reason", "no"], "rejected", False),
+        ("zh", [], "rejected", False),  # approved elsewhere: not used by this answer either
+        ("en", None, "approved", True),
+        ("zh", None, "approved", True),
+    ],
+)
+def test_an_answer_to_a_request_decided_meanwhile_runs_nothing(
+    tmp_path: Path, lang: str, elsewhere: list[str] | None, decision: str, runs: bool
+) -> None:
+    """While a legacy client's question is open, `lingyi approve ID` decides the request:
+    the person's accept then finds it no longer pending (approval.decided) and nothing runs;
+    with nobody deciding meanwhile (must pass) the accept runs the commit."""
+    dep = approval_deployment(tmp_path / "d", lang)
+    head = stage(dep)
+    config = ["--config", str(dep.config_path)]
+
+    async def answer(_ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        if elsewhere is not None:
+            assert cli(*config, "approve", approvals_in(dep)[-1]["approval_id"], *elsewhere)[0] == 0
+        return ElicitResult(action="accept", content={"approve": True})
+
+    found: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        found.update(await call(client, "git_commit", commit_args(dep)))
+
+    run(dep, body, elicitation_callback=answer, mode="legacy")
+    assert found["decision"] == decision
+    assert (git(dep.repo, "rev-parse", "HEAD") != head) is runs
+    if not runs:
+        assert found["codes"] == ["approval.decided"]
+    assert [r["event"] for r in approvals_in(dep)].count("used") == (1 if runs else 0)
