@@ -132,7 +132,7 @@ def test_elicitation_accept_runs_the_tool_and_decline_does_not(
 ) -> None:
     """A client with an elicitation callback is asked (a redacted summary: member, tool,
     arguments); accept → the commit is really made; decline/cancel → rejected
-    (approval.refused), the repository untouched."""
+    (approval.refused), the repository untouched, and a refused outcome in the log."""
     dep = approval_deployment(tmp_path / "d", lang)
     head = stage(dep)
     asked: list[str] = []
@@ -152,6 +152,13 @@ def test_elicitation_accept_runs_the_tool_and_decline_does_not(
     assert (git(dep.repo, "rev-parse", "HEAD") != head) is runs
     events = [r["event"] for r in approvals_in(dep)]
     assert events == (["requested", "approved", "used"] if runs else ["requested", "refused"])
+    outcomes = [
+        r["status"]
+        for line in read_log(dep.log)
+        if (r := line.record) and r.get("kind") == "outcome"
+    ]
+    # The first attempt is held (input_required); the retry with the answer runs or not.
+    assert outcomes == (["held"] if runs else ["held", "refused"])
     if not runs:
         assert found["codes"] == ["approval.refused"] and words in found["reason"]
     else:
@@ -778,3 +785,71 @@ def test_an_answer_to_a_request_decided_meanwhile_runs_nothing(
     if not runs:
         assert found["codes"] == ["approval.decided"]
     assert [r["event"] for r in approvals_in(dep)].count("used") == (1 if runs else 0)
+
+
+# --- held calls in the log and in stats ----------------------------------------------------
+
+
+async def _held_twice_then_approved(dep: Deployment, client: Client) -> None:
+    pending = await call(client, "git_commit", commit_args(dep))
+    await call(client, "git_commit", commit_args(dep))  # while it waits: held again
+    assert cli("--config", str(dep.config_path), "approve", pending["approval"]["id"])[0] == 0
+    assert (await call(client, "git_commit", commit_args(dep)))["decision"] == "approved"
+
+
+async def _refused_then_again(dep: Deployment, client: Client) -> None:
+    pending = await call(client, "git_commit", commit_args(dep))
+    args = ["--config", str(dep.config_path), "approve", pending["approval"]["id"], "--refuse"]
+    assert cli(*args)[0] == 0
+    await call(client, "git_commit", commit_args(dep))
+
+
+async def _no_approval_needed(dep: Deployment, client: Client) -> None:
+    await call(client, "git_branch", {"repo_path": str(dep.repo), "name": "feature/x"})
+
+
+@pytest.mark.parametrize(
+    ("lang", "scenario", "statuses", "approved"),
+    [
+        ("en", _held_twice_then_approved, ["held", "held"], 3),
+        ("zh", _held_twice_then_approved, ["held", "held"], 3),
+        ("en", _refused_then_again, ["held", "refused"], 2),
+        ("zh", _refused_then_again, ["held", "refused"], 2),
+        ("en", _no_approval_needed, [], 0),
+    ],
+)
+def test_held_calls_are_outcomes_and_counted_apart_by_stats(
+    tmp_path: Path, lang: str, scenario: Any, statuses: list[str], approved: int
+) -> None:
+    """Every call the gate did not let run is followed by an outcome (held while it waits,
+    refused once refused) naming its approval and verification; the verification keeps
+    decision approved (the contract), and stats count held and refused per tool apart from
+    the decisions, the rollup and --full alike. A call that ran, or needed no approval, has
+    no outcome."""
+    dep = approval_deployment(tmp_path / "d", lang)
+    stage(dep)
+
+    async def body(client: Client) -> None:
+        await scenario(dep, client)
+
+    run(dep, body)
+    outcomes = [
+        r for line in read_log(dep.log) if (r := line.record) and r.get("kind") == "outcome"
+    ]
+    assert [o["status"] for o in outcomes] == statuses
+    verifications = {
+        r["id"]: r
+        for line in read_log(dep.log)
+        if (r := line.record) and r.get("kind") == "verification"
+    }
+    requested = {r["approval_id"] for r in approvals_in(dep)}
+    for outcome in outcomes:
+        assert verifications[outcome["verification_id"]]["decision"] == "approved"
+        assert outcome["approval_id"] in requested and outcome["tool"] == "git_commit"
+    config = ["--config", str(dep.config_path)]
+    want = {"failed": 0, "held": statuses.count("held"), "refused": statuses.count("refused")}
+    for extra in ([], ["--full"]):
+        figures = json.loads(cli(*config, "stats", "--json", *extra)[1])
+        assert figures["outcomes"] == ({"git_commit": want} if statuses else {})
+        assert figures["by_tool"].get("git_commit", {}).get("approved", 0) == approved
+    assert verify_chain(dep.log).ok

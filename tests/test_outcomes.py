@@ -81,7 +81,9 @@ def test_outcomes_keep_the_chain_and_are_counted_per_tool_by_stats(failed: Deplo
     assert verify_chain(failed.log).ok
     assert subprocess_lingyi(failed, "log", "verify").returncode == 0
     config = ["--config", str(failed.config_path)]
-    want = {tool: {"failed": 1} for tool, _, says in CALLS if says is not None}
+    want = {
+        tool: {"failed": 1, "held": 0, "refused": 0} for tool, _, says in CALLS if says is not None
+    }
     for extra in ([], ["--full"], ["--member", "lingflow"], ["--member", "lingflow", "--full"]):
         code, text = cli(*config, "stats", "--json", *extra)
         figures = json.loads(text)

@@ -103,7 +103,7 @@ def _approvals_line(events: dict[str, int]) -> str:
 
 
 def _outcomes_text(outcomes: dict[str, dict[str, int]]) -> str:
-    """Calls let through that did not run (failed), per tool; only if any."""
+    """Calls let through that did not run (failed, held, refused), per tool; only if any."""
     if not outcomes:
         return ""
     head = ["tool", *CALL_OUTCOMES]

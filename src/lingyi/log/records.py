@@ -3,7 +3,8 @@
 Six kinds of record share the log: a ``verification`` (one per verdict), an ``appeal``
 against one, its ``appeal_resolution``, a ``key_rotation`` (the writer's own: the chain's
 key changes), an ``approval`` event (a person's approval of one call, lingyi.approvals), and
-an ``outcome`` (a call the guard let through whose execution failed). Writers build them as the models below, so a field cannot be misspelt or
+an ``outcome`` (a call the guard let through that did not run: it failed, or waits for a
+person). Writers build them as the models below, so a field cannot be misspelt or
 forgotten; the writer adds the envelope (``v``, ``id``, ``ts``, ``prev``, ``seq``, ``key_id``,
 ``hash``, and ``truncated`` when a value was cut to the size limit). Readers on the hot path (stats, query) keep the parsed JSON as a dict,
 because validating a model per line would cost more than reading it, and because old
@@ -24,7 +25,7 @@ SCHEMA_VERSION = 1
 KINDS = ("verification", "appeal", "appeal_resolution", "key_rotation", "approval", "outcome")
 APPROVAL_EVENTS = ("requested", "approved", "refused", "expired", "used")
 OUTCOMES = ("upheld", "overturned")
-CALL_OUTCOMES = ("failed",)  # an ``outcome`` record's status (stable)
+CALL_OUTCOMES = ("failed", "held", "refused")  # an ``outcome`` record's status (stable)
 
 
 class Truncation(BaseModel):
@@ -255,7 +256,8 @@ class ApprovalRecord(RecordModel):
 class OutcomeRecord(RecordModel):
     """What became of a call the guard let through (approved, or its fallback) when it did
     not simply run: ``failed`` (the tool or upstream raised, crashed, timed out or answered
-    malformed; ``error`` says how, redacted). A call that ran and returned has
+    malformed; ``error`` says how, redacted), ``held`` (it waits for a person's approval,
+    ``approval_id``) or ``refused`` (a person refused it). A call that ran and returned has
     no outcome record: its verification says so, and a success costs no second append.
 
     Written after the verification it follows (``verification_id``), in the same chain, so
@@ -267,7 +269,7 @@ class OutcomeRecord(RecordModel):
     session: str
     member: str
     tool: str
-    status: Literal["failed"]
+    status: Literal["failed", "held", "refused"]
     executed: Literal["original", "fallback"] = "original"
     error: str | None = None
     approval_id: str | None = None

@@ -148,7 +148,7 @@ class Done:
     executed: Executed
 
 
-OutcomeStatus = Literal["failed"]
+OutcomeStatus = Literal["failed", "held", "refused"]
 ERROR_CHARS = 2000  # an outcome's error, redacted then clipped (an upstream's text is long)
 
 
@@ -289,6 +289,7 @@ class GuardApp:
         executed: Executed = "original" if runnable is call else "fallback"
         done = Done(caller.session, owner.id, name, result.id, executed)
         if (waits := self.approvals.hold(caller, owner, runnable, result)) is not None:
+            self.outcome(done, held_status(waits), approval_id=held_id(waits))
             return waits  # a person approves first (lingyi.approvals); nothing ran
         try:
             payload, evidence = execute(Run(self, owner, runnable.arguments))
@@ -372,6 +373,17 @@ def _data_sources(config: Config) -> dict[str, DataSource]:
         name: DataSource(name=name, **entry.model_dump())
         for name, entry in config.raw.data_sources.items()
     }
+
+
+def held_status(reply: Reply) -> OutcomeStatus:
+    """A call the approval gate answered: still waiting for a person, or refused by one."""
+    brief = reply.verdict.approval
+    return "held" if brief is None or brief.status == "pending" else "refused"
+
+
+def held_id(reply: Reply) -> str | None:
+    brief = reply.verdict.approval
+    return brief.id if brief is not None else None
 
 
 def runnable_call(result: VerificationResult, call: ToolCall) -> ToolCall | None:

@@ -212,7 +212,8 @@ class Counters:
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
         self.judge = JudgeFigures()  # the judge's own figures (lingyi.stats.judge)
         self.shadow = ShadowFigures()  # what shadow checks would have decided
-        # Calls let through that did not run, per tool then status (``outcome`` records).
+        # Calls let through that did not run, per tool then status (``outcome`` records):
+        # failed executions, calls held for a person's approval, and those a person refused.
         self.outcomes: dict[str, Counter[str]] = {}
 
     def outcome(self, record: dict[str, Any]) -> None:
