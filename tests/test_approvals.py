@@ -132,7 +132,7 @@ def test_elicitation_accept_runs_the_tool_and_decline_does_not(
 ) -> None:
     """A client with an elicitation callback is asked (a redacted summary: member, tool,
     arguments); accept → the commit is really made; decline/cancel → rejected
-    (approval.refused), the repository untouched."""
+    (approval.refused), the repository untouched, and a refused outcome in the log."""
     dep = approval_deployment(tmp_path / "d", lang)
     head = stage(dep)
     asked: list[str] = []
@@ -152,6 +152,13 @@ def test_elicitation_accept_runs_the_tool_and_decline_does_not(
     assert (git(dep.repo, "rev-parse", "HEAD") != head) is runs
     events = [r["event"] for r in approvals_in(dep)]
     assert events == (["requested", "approved", "used"] if runs else ["requested", "refused"])
+    outcomes = [
+        r["status"]
+        for line in read_log(dep.log)
+        if (r := line.record) and r.get("kind") == "outcome"
+    ]
+    # The first attempt is held (input_required); the retry with the answer runs or not.
+    assert outcomes == (["held"] if runs else ["held", "refused"])
     if not runs:
         assert found["codes"] == ["approval.refused"] and words in found["reason"]
     else:
@@ -577,3 +584,272 @@ def test_an_upstream_git_reset_waits_for_a_person_and_never_reaches_the_upstream
     assert out[0]["decision"] == "pending" and out[0]["approval"]["tool"] == "git.git_reset"
     assert staged == ["n.txt", ""]
     assert out[1]["decision"] == "approved"
+
+
+# --- the argument digest -------------------------------------------------------------------
+
+
+WEAK = (
+    "hunter2hunter2"  # a low-entropy secret: redacted in the log, easy to guess from a plain hash
+)
+
+
+def _plain_digest(args: dict[str, Any]) -> str:
+    import hashlib
+
+    text = json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("keyed", "message", "prefix"),
+    [
+        (True, f"修复登录 密码是 {WEAK}", "hmac-sha256:"),
+        (True, f"fix login password={WEAK}", "hmac-sha256:"),
+        (False, f"修复登录 密码是 {WEAK}", "sha256:"),
+        (False, f"fix login password={WEAK}", "sha256:"),
+    ],
+)
+def test_the_argument_digest_is_keyed_when_the_log_is(
+    tmp_path: Path, keyed: bool, message: str, prefix: str
+) -> None:
+    """With a log key the approval is bound to an HMAC of the arguments (named by the key
+    id): a guess of the redacted secret hashed with sha256 matches nothing in the log. Without
+    a key it stays the documented plain sha256. Either way the approved call runs, once."""
+    key = tmp_path / "log.key"
+    key.write_text("k" * 64 + "\n", encoding="utf-8")
+    extra = f'\n[log]\nkey_file = "{key}"\n' if keyed else ""
+    dep = approval_deployment(tmp_path / "d", "en", extra)
+    head = stage(dep)
+    out: list[dict[str, Any]] = []
+
+    async def body(client: Client) -> None:
+        pending = await call(client, "git_commit", commit_args(dep, message))
+        assert cli("--config", str(dep.config_path), "approve", pending["approval"]["id"])[0] == 0
+        out.append(await call(client, "git_commit", commit_args(dep, message)))
+
+    run(dep, body)
+    digests = {r["args_digest"] for r in approvals_in(dep)}
+    (digest,) = digests
+    guessed = _plain_digest(commit_args(dep, message))
+    assert digest.startswith(prefix) and (guessed in dep.log.read_text(encoding="utf-8")) != keyed
+    assert WEAK not in dep.log.read_text(encoding="utf-8")
+    assert out[0]["decision"] == "approved" and git(dep.repo, "rev-parse", "HEAD") != head
+    assert subprocess_lingyi(dep, "log", "verify").returncode == 0
+
+
+# --- consuming an answer: check and use under one hold of the lock -------------------------
+
+
+class _RetryAsker:
+    """Stands in for a 2026-07-28 client's retry (mocked: two truly simultaneous retries of
+    one call cannot be ordered through the real client): it carries ``answer`` for
+    ``approval_id``, or (None) asks anew, which answers input_required."""
+
+    def __init__(self, found: tuple[str, Any] | None) -> None:
+        self.found = found
+
+    def answered(self) -> tuple[str, Any] | None:
+        return self.found
+
+    def ask(self, message: str, label: str, timeout_s: float, approval_id: str) -> Any:
+        from lingyi.approvals._elicit import Answer
+
+        return Answer("input_required")
+
+
+class _Interleave:
+    """The book's lock, made to let the other thread take it once between this thread's
+    first release and anything it does next: the interleaving that let two retries both
+    use one answer. Bounded waits only (a fixed gate needs no second hold)."""
+
+    def __init__(self, inner: Any) -> None:
+        import threading
+
+        self.inner, self.first = inner, threading.Event()
+        self.other_held, self.lock = threading.Event(), threading.Lock()
+        self.first_thread: int | None = None
+
+    def __enter__(self) -> Any:
+        return self.inner.__enter__()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __exit__(self, *exc: Any) -> None:
+        import threading
+
+        self.inner.__exit__(*exc)
+        me = threading.get_ident()
+        with self.lock:
+            first = self.first_thread is None
+            if first:
+                self.first_thread = me
+        if first:
+            self.other_held.wait(timeout=TIMEOUT_S)  # let the other thread hold it once
+        elif me != self.first_thread:
+            self.other_held.set()
+
+
+@pytest.mark.parametrize(
+    ("lang", "action", "runs", "events"),
+    [
+        ("en", "accept", 1, ["requested", "approved", "used"]),
+        ("zh", "accept", 1, ["requested", "approved", "used"]),
+        ("en", "decline", 0, ["requested", "refused"]),
+        ("zh", "decline", 0, ["requested", "refused"]),
+    ],
+)
+def test_two_simultaneous_retries_with_one_answer_use_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lang: str, action: str, runs: int,
+    events: list[str],
+) -> None:  # fmt: skip
+    """Two threads retry the same asked call with the same answer, the lock handed between
+    them at the worst moment: the answer is recorded once (approved and used once, or
+    refused once), at most one of them may run, and the other does not run on it."""
+    import threading
+
+    from lingyi.approvals import _gate
+    from lingyi.approvals._elicit import Answer
+    from lingyi.models import Assertion, AssertionType, ToolCall
+    from lingyi.server.app import Caller
+
+    dep = approval_deployment(tmp_path / "d", lang)
+    app = GuardApp(dep.config())
+    try:
+        owner = app.policies.tool_owner("git_commit")
+        assert owner is not None
+        call_ = ToolCall(name="git_commit", arguments=commit_args(dep))
+        caller = Caller("s-retry")
+        assertion = Assertion(member=owner.id, type=AssertionType.ACTION, tool_call=call_)
+        result = app.check(caller, assertion)
+        gate = app.approvals
+        monkeypatch.setattr(_gate, "asker", lambda: _RetryAsker(None))
+        asked = gate.hold(caller, owner, call_, result)
+        assert asked is not None and asked.verdict.approval is not None
+        answer = (asked.verdict.approval.id, Answer(action))  # type: ignore[arg-type]
+        monkeypatch.setattr(_gate, "asker", lambda: _RetryAsker(answer))
+        gate.book.mutex = _Interleave(gate.book.mutex)  # type: ignore[assignment]
+        replies: list[Any] = []
+        start = threading.Barrier(2)
+
+        def retry() -> None:
+            start.wait(timeout=TIMEOUT_S)
+            replies.append(gate.hold(caller, owner, call_, result))
+
+        threads = [threading.Thread(target=retry) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=TIMEOUT_S)
+    finally:
+        app.close()
+    mine = [r for r in approvals_in(dep) if r["approval_id"] == answer[0]]
+    assert [r["event"] for r in mine] == events
+    assert sum(r is None for r in replies) == runs and len(replies) == 2
+    assert all(r.verdict.decision != "approved" for r in replies if r is not None)
+
+
+@pytest.mark.parametrize(
+    ("lang", "elsewhere", "decision", "runs"),
+    [
+        ("en", ["--refuse", "--reason", "no"], "rejected", False),
+        ("zh", [], "rejected", False),  # approved elsewhere: not used by this answer either
+        ("en", None, "approved", True),
+        ("zh", None, "approved", True),
+    ],
+)
+def test_an_answer_to_a_request_decided_meanwhile_runs_nothing(
+    tmp_path: Path, lang: str, elsewhere: list[str] | None, decision: str, runs: bool
+) -> None:
+    """While a legacy client's question is open, `lingyi approve ID` decides the request:
+    the person's accept then finds it no longer pending (approval.decided) and nothing runs;
+    with nobody deciding meanwhile (must pass) the accept runs the commit."""
+    dep = approval_deployment(tmp_path / "d", lang)
+    head = stage(dep)
+    config = ["--config", str(dep.config_path)]
+
+    async def answer(_ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        if elsewhere is not None:
+            assert cli(*config, "approve", approvals_in(dep)[-1]["approval_id"], *elsewhere)[0] == 0
+        return ElicitResult(action="accept", content={"approve": True})
+
+    found: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        found.update(await call(client, "git_commit", commit_args(dep)))
+
+    run(dep, body, elicitation_callback=answer, mode="legacy")
+    assert found["decision"] == decision
+    assert (git(dep.repo, "rev-parse", "HEAD") != head) is runs
+    if not runs:
+        assert found["codes"] == ["approval.decided"]
+    assert [r["event"] for r in approvals_in(dep)].count("used") == (1 if runs else 0)
+
+
+# --- held calls in the log and in stats ----------------------------------------------------
+
+
+async def _held_twice_then_approved(dep: Deployment, client: Client) -> None:
+    pending = await call(client, "git_commit", commit_args(dep))
+    await call(client, "git_commit", commit_args(dep))  # while it waits: held again
+    assert cli("--config", str(dep.config_path), "approve", pending["approval"]["id"])[0] == 0
+    assert (await call(client, "git_commit", commit_args(dep)))["decision"] == "approved"
+
+
+async def _refused_then_again(dep: Deployment, client: Client) -> None:
+    pending = await call(client, "git_commit", commit_args(dep))
+    args = ["--config", str(dep.config_path), "approve", pending["approval"]["id"], "--refuse"]
+    assert cli(*args)[0] == 0
+    await call(client, "git_commit", commit_args(dep))
+
+
+async def _no_approval_needed(dep: Deployment, client: Client) -> None:
+    await call(client, "git_branch", {"repo_path": str(dep.repo), "name": "feature/x"})
+
+
+@pytest.mark.parametrize(
+    ("lang", "scenario", "statuses", "approved"),
+    [
+        ("en", _held_twice_then_approved, ["held", "held"], 3),
+        ("zh", _held_twice_then_approved, ["held", "held"], 3),
+        ("en", _refused_then_again, ["held", "refused"], 2),
+        ("zh", _refused_then_again, ["held", "refused"], 2),
+        ("en", _no_approval_needed, [], 0),
+    ],
+)
+def test_held_calls_are_outcomes_and_counted_apart_by_stats(
+    tmp_path: Path, lang: str, scenario: Any, statuses: list[str], approved: int
+) -> None:
+    """Every call the gate did not let run is followed by an outcome (held while it waits,
+    refused once refused) naming its approval and verification; the verification keeps
+    decision approved (the contract), and stats count held and refused per tool apart from
+    the decisions, the rollup and --full alike. A call that ran, or needed no approval, has
+    no outcome."""
+    dep = approval_deployment(tmp_path / "d", lang)
+    stage(dep)
+
+    async def body(client: Client) -> None:
+        await scenario(dep, client)
+
+    run(dep, body)
+    outcomes = [
+        r for line in read_log(dep.log) if (r := line.record) and r.get("kind") == "outcome"
+    ]
+    assert [o["status"] for o in outcomes] == statuses
+    verifications = {
+        r["id"]: r
+        for line in read_log(dep.log)
+        if (r := line.record) and r.get("kind") == "verification"
+    }
+    requested = {r["approval_id"] for r in approvals_in(dep)}
+    for outcome in outcomes:
+        assert verifications[outcome["verification_id"]]["decision"] == "approved"
+        assert outcome["approval_id"] in requested and outcome["tool"] == "git_commit"
+    config = ["--config", str(dep.config_path)]
+    want = {"failed": 0, "held": statuses.count("held"), "refused": statuses.count("refused")}
+    for extra in ([], ["--full"]):
+        figures = json.loads(cli(*config, "stats", "--json", *extra)[1])
+        assert figures["outcomes"] == ({"git_commit": want} if statuses else {})
+        assert figures["by_tool"].get("git_commit", {}).get("approved", 0) == approved
+    assert verify_chain(dep.log).ok

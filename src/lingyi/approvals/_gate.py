@@ -87,7 +87,7 @@ class ApprovalGate:
             return None
         principal = caller.principal.name if caller.principal else None
         binding = Binding(
-            owner.id, principal, call.name, args_digest(call.arguments), result.policy_version
+            owner.id, principal, call.name, self._digest(call.arguments), result.policy_version
         )
         held = Held(caller, owner, call, result, why, binding, owner.language or self.language)
         ask = asker() if self.settings.elicit else None
@@ -98,17 +98,24 @@ class ApprovalGate:
                 return None
             if ask is None:
                 return self._pending(held, approvals)
-            resumed = self._resumed(held, approvals, ask)
-            if resumed is None:
-                approval = Approval(self.book.request(binding, held.request("elicitation")))
-        if resumed is not None:  # the retry of a call that asked (2026-07-28)
-            return self._answered(held, *resumed)
+            # The retry of a call that asked (2026-07-28): the answer is checked and used in
+            # this one hold of the lock, so two retries carrying it cannot both run.
+            if (resumed := self._resumed(held, approvals, ask)) is not None:
+                return self._answered(held, *resumed)
+            approval = Approval(self.book.request(binding, held.request("elicitation")))
         label = self._text(held.lang, "approval.elicit.approve")
         timeout = self.settings.elicit_timeout_s
         answer = ask.ask(self._question(held), label, timeout, approval.id)
         if answer.action == "input_required":  # the question goes out with the result
             return self._waiting(held, approval, [PENDING])
-        return self._answered(held, approval, answer)
+        with self.book.mutex:  # asked without the lock: what the log says now decides
+            now = self.book.recent().get(approval.id, approval)
+            return self._answered(held, now, answer)
+
+    def _digest(self, args: dict[str, Any]) -> str:
+        """Keyed with the log's current key when it has one (see :func:`args_digest`)."""
+        keys = self.book.log.options.keys
+        return args_digest(args, keys.current if keys is not None else None)
 
     def _resumed(
         self, held: Held, approvals: dict[str, Approval], ask: Asker
@@ -150,16 +157,25 @@ class ApprovalGate:
         )
 
     def _answered(self, held: Held, approval: Approval, answer: Answer) -> Reply | None:
-        """Record the person's answer (the book's lock is taken here, or already held)."""
+        """Record the person's answer; the caller holds the book's lock, so the approval's
+        status read here is the one the events follow (check and use in one hold)."""
+        if approval.status != "pending":  # decided meanwhile (`lingyi approve`, expiry)
+            return self._decided(held, approval)
         by = f"elicitation:{held.binding.principal or held.caller.session}"
-        with self.book.mutex:
-            if answer.approved:
-                self.book.event(approval, "approved", by=by)
-                self.book.event(approval, "used", verification_id=held.result.id)
-                return None
-            reason = self._refusal_reason(held, answer)
-            self.book.event(approval, "refused", by=by, reason=reason)
+        if answer.approved:
+            self.book.event(approval, "approved", by=by)
+            self.book.event(approval, "used", verification_id=held.result.id)
+            return None
+        reason = self._refusal_reason(held, answer)
+        self.book.event(approval, "refused", by=by, reason=reason)
         return self._refused(held, approval, by, reason)
+
+    def _decided(self, held: Held, approval: Approval) -> Reply:
+        """An answer for a request that is no longer pending: nothing runs on it."""
+        code = "approval.decided"
+        text = self._text(held.lang, f"{code}.fail", id=approval.id, status=approval.status)
+        hint = self._text(held.lang, f"{code}.hint")
+        return self._reply(held, approval, "rejected", [code], f"[{code}] {text}", hint)
 
     def _refusal_reason(self, held: Held, answer: Answer) -> str:
         if answer.action == "decline":

@@ -10,6 +10,7 @@ pending or usable, so the server reads the log backwards only as far as that win
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from lingyi.log.keys import LogKey
 from lingyi.log.reader import read_log, reversed_lines
 from lingyi.log.records import normalise_ts, record_kind, ts_key
 
@@ -25,10 +27,20 @@ LIVE = ("pending", "approved")  # statuses in which an approval can still be use
 _STATUS = {"approved": "approved", "refused": "refused", "expired": "expired", "used": "used"}
 
 
-def args_digest(args: dict[str, Any]) -> str:
-    """The digest an approval is bound to: sha256 of the arguments' canonical JSON."""
+def args_digest(args: dict[str, Any], key: LogKey | None = None) -> str:
+    """The digest an approval is bound to, of the arguments' canonical JSON.
+
+    With the log's key: ``hmac-sha256:<key id>:<hex>``, an HMAC under a key derived from it
+    (``LogKey.approval_key``), so that a low-entropy secret in the arguments (redacted in the
+    log) cannot be found by hashing guesses and comparing. Without a key: ``sha256:<hex>``,
+    which anyone who reads the log can test guesses against; a deployment that puts secrets
+    in approved arguments should key its log (``[log] key_env``).
+    """
     text = json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    if key is None:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    mac = hmac.new(key.approval_key, text.encode(), hashlib.sha256).hexdigest()
+    return f"hmac-sha256:{key.key_id}:{mac}"
 
 
 @dataclass(frozen=True)

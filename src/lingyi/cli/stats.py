@@ -10,6 +10,7 @@ from lingyi import report
 from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
 from lingyi.cli._output import text_table
 from lingyi.cli.log import window_options
+from lingyi.log.records import CALL_OUTCOMES
 from lingyi.log.setup import log_keys
 from lingyi.stats import DECISIONS, INTERCEPTS, compute_stats, resolve_zone, window_from_args
 
@@ -66,6 +67,7 @@ def format_stats(s: dict[str, Any]) -> str:
     out.append(_codes_text(s))
     out.append(_reasons_text(s))
     out.append(_shadow_text(s))
+    out.append(_outcomes_text(s.get("outcomes") or {}))
     out.append(_integrity_text(s["integrity"]))
     return "".join(out)
 
@@ -98,6 +100,15 @@ def _approvals_line(events: dict[str, int]) -> str:
     if not any(events.values()):
         return ""
     return "Approvals: " + " · ".join(f"{name} {n}" for name, n in events.items()) + "\n"
+
+
+def _outcomes_text(outcomes: dict[str, dict[str, int]]) -> str:
+    """Calls let through that did not run (failed, held, refused), per tool; only if any."""
+    if not outcomes:
+        return ""
+    head = ["tool", *CALL_OUTCOMES]
+    rows = [[tool, *(str(v.get(k, 0)) for k in CALL_OUTCOMES)] for tool, v in outcomes.items()]
+    return "\nCalls approved that did not run, per tool\n" + text_table(head, rows)
 
 
 def _trend_text(s: dict[str, Any]) -> str:

@@ -6,8 +6,8 @@ more keys separated by whitespace (one a line, say): the **last** one makes new 
 earlier ones are retired keys, kept so that records made with them still verify. Rotating is
 appending a new key: the writer records the change in the chain (a ``key_rotation`` record).
 
-Why keys are derived: one secret serves three purposes (record MACs, checkpoint MACs, the key
-id that names it in records). Each gets its own key, ``HMAC(secret, purpose)``, so a MAC made
+Why keys are derived: one secret serves several purposes (record MACs, checkpoint MACs, the
+key id that names it in records, redaction markers, approvals' argument digests). Each gets its own key, ``HMAC(secret, purpose)``, so a MAC made
 for one purpose can never be passed off as another, and the key id reveals nothing of the key.
 """
 
@@ -27,6 +27,7 @@ _RECORD = b"lingyi log record mac v1"
 _CHECKPOINT = b"lingyi log checkpoint mac v1"
 _KEY_ID = b"lingyi log key id v1"
 _MARKER = b"lingyi redaction marker v1"
+_APPROVAL = b"lingyi approval args digest v1"
 
 
 def _derive(secret: bytes, purpose: bytes) -> bytes:
@@ -43,11 +44,14 @@ class LogKey:
     # Keys the short hashes in redaction markers, so that a reviewer can tell two secrets
     # apart but nobody without the key can test a guess of a weak password against one.
     marker_key: bytes = field(repr=False, default=b"")
+    # Keys the argument digest an approval is bound to, for the same reason: the arguments
+    # are redacted in the log, and a plain digest of them would let a guess be tested.
+    approval_key: bytes = field(repr=False, default=b"")
 
     @classmethod
     def from_secret(cls, secret: bytes) -> LogKey:
         key_id = _derive(secret, _KEY_ID).hex()[:16]
-        derived = (_derive(secret, p) for p in (_RECORD, _CHECKPOINT, _MARKER))
+        derived = (_derive(secret, p) for p in (_RECORD, _CHECKPOINT, _MARKER, _APPROVAL))
         return cls(key_id, *derived)
 
     def record_mac(self, *parts: bytes | memoryview) -> str:

@@ -24,7 +24,7 @@ from lingyi.log.records import failed_codes, normalise_ts, record_kind, ts_key
 from lingyi.redact import redact_value
 
 KINDS = (*RECORD_KINDS, "all")
-_TEXT_FIELDS = ("content", "reason", "recommendation", "note")
+_TEXT_FIELDS = ("content", "reason", "recommendation", "note", "error")  # error: an outcome's
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,8 @@ class Query:
         kind = record_kind(record)
         if self.kind != "all" and kind != self.kind:
             return False
-        view = record if kind == "verification" else _subject_view(record)
+        # An outcome names its own member and tool; an appeal's are its verification's.
+        view = record if kind in ("verification", "outcome") else _subject_view(record)
         return self._in_time(record) and self._fields_match(view) and self._text_match(record)
 
     def _in_time(self, record: dict[str, Any]) -> bool:
@@ -199,6 +200,8 @@ def format_human(record: dict[str, Any], zone: tzinfo) -> str:
         text += _one_line(str(record.get("note", "")))
     elif kind == "approval":
         text = _approval_text(record)
+    elif kind == "outcome":
+        text = _outcome_text(record)
     else:
         text = _verification_text(record)
     return f"{when}  {text}  [{record.get('id')}]"
@@ -212,6 +215,16 @@ def _approval_text(record: dict[str, Any]) -> str:
     if record.get("by"):
         text += f" by {record.get('by')}"
     return text + (f": {_one_line(str(record['reason']))}" if record.get("reason") else "")
+
+
+def _outcome_text(record: dict[str, Any]) -> str:
+    """OUTCOME <status> member · tool of <verification>: error, for a call that did not run."""
+    status = str(record.get("status", "?")).upper()
+    text = f"OUTCOME   {status:<9} {record.get('member')} · {record.get('tool')}"
+    text += f" of {record.get('verification_id')}"
+    if record.get("approval_id"):
+        text += f" (approval {record.get('approval_id')})"
+    return text + (f": {_one_line(str(record['error']))}" if record.get("error") else "")
 
 
 def text_width(text: str) -> int:

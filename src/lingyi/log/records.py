@@ -1,8 +1,10 @@
 """What a line of the verification log holds: typed records, and helpers on raw records.
 
-Five kinds of record share the log: a ``verification`` (one per verdict), an ``appeal``
+Six kinds of record share the log: a ``verification`` (one per verdict), an ``appeal``
 against one, its ``appeal_resolution``, a ``key_rotation`` (the writer's own: the chain's
-key changes), and an ``approval`` event (a person's approval of one call, lingyi.approvals). Writers build them as the models below, so a field cannot be misspelt or
+key changes), an ``approval`` event (a person's approval of one call, lingyi.approvals), and
+an ``outcome`` (a call the guard let through that did not run: it failed, or waits for a
+person). Writers build them as the models below, so a field cannot be misspelt or
 forgotten; the writer adds the envelope (``v``, ``id``, ``ts``, ``prev``, ``seq``, ``key_id``,
 ``hash``, and ``truncated`` when a value was cut to the size limit). Readers on the hot path (stats, query) keep the parsed JSON as a dict,
 because validating a model per line would cost more than reading it, and because old
@@ -20,9 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from lingyi.models import Assertion, CheckResult, Fallback, Stage, ToolCall, VerificationResult
 
 SCHEMA_VERSION = 1
-KINDS = ("verification", "appeal", "appeal_resolution", "key_rotation", "approval")
+KINDS = ("verification", "appeal", "appeal_resolution", "key_rotation", "approval", "outcome")
 APPROVAL_EVENTS = ("requested", "approved", "refused", "expired", "used")
 OUTCOMES = ("upheld", "overturned")
+CALL_OUTCOMES = ("failed", "held", "refused")  # an ``outcome`` record's status (stable)
 
 
 class Truncation(BaseModel):
@@ -250,8 +253,37 @@ class ApprovalRecord(RecordModel):
     OMIT_IF_NONE = ("principal", "verification_id", "by", "reason")
 
 
+class OutcomeRecord(RecordModel):
+    """What became of a call the guard let through (approved, or its fallback) when it did
+    not simply run: ``failed`` (the tool or upstream raised, crashed, timed out or answered
+    malformed; ``error`` says how, redacted), ``held`` (it waits for a person's approval,
+    ``approval_id``) or ``refused`` (a person refused it). A call that ran and returned has
+    no outcome record: its verification says so, and a success costs no second append.
+
+    Written after the verification it follows (``verification_id``), in the same chain, so
+    ``log verify`` proves it and a reviewer sees that an "approved" call never happened.
+    """
+
+    kind: Literal["outcome"] = "outcome"
+    verification_id: str
+    session: str
+    member: str
+    tool: str
+    status: Literal["failed", "held", "refused"]
+    executed: Literal["original", "fallback"] = "original"
+    error: str | None = None
+    approval_id: str | None = None
+
+    OMIT_IF_NONE = ("error", "approval_id")
+
+
 LogRecord = (
-    VerificationRecord | AppealRecord | AppealResolutionRecord | KeyRotationRecord | ApprovalRecord
+    VerificationRecord
+    | AppealRecord
+    | AppealResolutionRecord
+    | KeyRotationRecord
+    | ApprovalRecord
+    | OutcomeRecord
 )
 _MODELS: dict[str, type[LogRecord]] = {
     "verification": VerificationRecord,
@@ -259,6 +291,7 @@ _MODELS: dict[str, type[LogRecord]] = {
     "appeal_resolution": AppealResolutionRecord,
     "key_rotation": KeyRotationRecord,
     "approval": ApprovalRecord,
+    "outcome": OutcomeRecord,
 }
 
 

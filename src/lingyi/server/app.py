@@ -25,7 +25,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import structlog
@@ -42,10 +42,11 @@ from lingyi.backends.kb import KnowledgeBase
 from lingyi.backends.traces import TraceBackend
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
-from lingyi.errors import BackendError
+from lingyi.errors import BackendError, LogError
 from lingyi.gateway import Gateway
 from lingyi.guard import Guard, kb_lookup, open_kb
 from lingyi.ledger import Ledger, LedgerLimits
+from lingyi.log.records import OutcomeRecord
 from lingyi.models import (
     Assertion,
     AssertionType,
@@ -56,6 +57,7 @@ from lingyi.models import (
     VerificationResult,
 )
 from lingyi.policy import MemberPolicy, PolicySet
+from lingyi.redact import clip, redact_text
 from lingyi.server.auth import principal_of
 from lingyi.server.sessions import http_session
 from lingyi.server.wire import (
@@ -133,6 +135,21 @@ def _ends_once(method: Callable[..., T]) -> Callable[..., T]:
                 app.end_session(caller.session, "request")
 
     return run
+
+
+@dataclass(frozen=True)
+class Done:
+    """Which call an outcome record is about: the verification it follows, and by whom."""
+
+    session: str
+    member: str
+    tool: str
+    verification_id: str
+    executed: Executed
+
+
+OutcomeStatus = Literal["failed", "held", "refused"]
+ERROR_CHARS = 2000  # an outcome's error, redacted then clipped (an upstream's text is long)
 
 
 @dataclass(frozen=True)
@@ -269,16 +286,50 @@ class GuardApp:
         runnable = runnable_call(result, call)
         if runnable is None or owner is None:
             return refusal(Guarded(verdict=verdict_of(result, assertion.member)))
-        if (waits := self.approvals.hold(caller, owner, runnable, result)) is not None:
-            return waits  # a person approves first (lingyi.approvals); nothing ran
         executed: Executed = "original" if runnable is call else "fallback"
+        done = Done(caller.session, owner.id, name, result.id, executed)
+        if (waits := self.approvals.hold(caller, owner, runnable, result)) is not None:
+            self.outcome(done, held_status(waits), approval_id=held_id(waits))
+            return waits  # a person approves first (lingyi.approvals); nothing ran
         try:
             payload, evidence = execute(Run(self, owner, runnable.arguments))
         except BackendError as exc:
+            self.outcome(done, "failed", error=str(exc))
             verdict = verdict_of(result, owner.id, executed, error=str(exc))
             return refusal(Guarded(verdict=verdict))
+        except Exception as exc:  # a bug in an executor: still on the record, then raised
+            self.outcome(done, "failed", error=f"{type(exc).__name__}: {exc}")
+            raise
         self.ledger.record(caller.session, owner.id, name, runnable.arguments, evidence)
         return success(Guarded(verdict=verdict_of(result, owner.id, executed), result=payload))
+
+    def outcome(
+        self,
+        done: Done,
+        status: OutcomeStatus,
+        *,
+        error: str | None = None,
+        approval_id: str | None = None,
+    ) -> None:
+        """Append the outcome of a call that was let through but did not run to its end.
+
+        The verification is already in the log; a log that fails now leaves it there and
+        the reply unchanged (said on stderr), since the call's fate is already decided.
+        """
+        record = OutcomeRecord(
+            verification_id=done.verification_id,
+            session=done.session,
+            member=done.member,
+            tool=done.tool,
+            status=status,
+            executed=done.executed,
+            error=clip(redact_text(error), ERROR_CHARS) if error is not None else None,
+            approval_id=approval_id,
+        )
+        try:
+            self.guard.log.append(record)
+        except LogError as exc:
+            log.error("outcome not logged", tool=done.tool, status=status, error=str(exc))
 
     @_ends_once
     def verify_only(self, caller: Caller, assertion: Assertion) -> Reply:
@@ -322,6 +373,17 @@ def _data_sources(config: Config) -> dict[str, DataSource]:
         name: DataSource(name=name, **entry.model_dump())
         for name, entry in config.raw.data_sources.items()
     }
+
+
+def held_status(reply: Reply) -> OutcomeStatus:
+    """A call the approval gate answered: still waiting for a person, or refused by one."""
+    brief = reply.verdict.approval
+    return "held" if brief is None or brief.status == "pending" else "refused"
+
+
+def held_id(reply: Reply) -> str | None:
+    brief = reply.verdict.approval
+    return brief.id if brief is not None else None
 
 
 def runnable_call(result: VerificationResult, call: ToolCall) -> ToolCall | None:

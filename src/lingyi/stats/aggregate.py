@@ -212,6 +212,14 @@ class Counters:
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
         self.judge = JudgeFigures()  # the judge's own figures (lingyi.stats.judge)
         self.shadow = ShadowFigures()  # what shadow checks would have decided
+        # Calls let through that did not run, per tool then status (``outcome`` records):
+        # failed executions, calls held for a person's approval, and those a person refused.
+        self.outcomes: dict[str, Counter[str]] = {}
+
+    def outcome(self, record: dict[str, Any]) -> None:
+        """Count one ``outcome`` record under its tool and status."""
+        tool, status = str(record.get("tool")), str(record.get("status"))
+        self.outcomes.setdefault(tool, Counter())[status] += 1
 
     def count(self, record: dict[str, Any], member: str, index: int, lineno: int) -> None:
         """Count one verification of ``member`` whose decision is ``DECISIONS[index]``."""
@@ -311,6 +319,8 @@ class Counters:
             self.member_latency.setdefault(member, LatencyHistogram()).merge(histogram)
         self.judge.merge(other.judge)
         self.shadow.merge(other.shadow)
+        for tool, statuses in other.outcomes.items():
+            self.outcomes.setdefault(tool, Counter()).update(statuses)
 
 
 class ShadowFigures:
@@ -418,6 +428,8 @@ class LogPass:
             self._appeal_record(line.lineno, kind, record)
         elif kind == "approval":
             self._approval(line.lineno, record)
+        elif kind == "outcome":
+            self._outcome(line.lineno, record)
         else:
             self.integrity.other_kinds[kind] += 1
 
@@ -441,6 +453,10 @@ class LogPass:
 
     def _approval(self, lineno: int, record: dict[str, Any]) -> None:
         """Count one approval event (lingyi.approvals) where its subclass keeps them."""
+        raise NotImplementedError
+
+    def _outcome(self, lineno: int, record: dict[str, Any]) -> None:
+        """Count one call outcome (a failed or held call) where its subclass keeps them."""
         raise NotImplementedError
 
     def _appeal_record(self, lineno: int, kind: str, record: dict[str, Any]) -> None:
@@ -587,6 +603,13 @@ class Aggregator(LogPass, Counters):
             return
         if self.member is None or record.get("member") == self.member:
             self.approvals[str(record.get("event"))] += 1
+
+    def _outcome(self, lineno: int, record: dict[str, Any]) -> None:
+        """A call outcome in the window (by its own ts), of the member asked for."""
+        if self._in_window(lineno, record, record.get("ts")) is None:
+            return
+        if self.member is None or record.get("member") == self.member:
+            self.outcome(record)
 
     def _by_member_code(self, checks: object, member: str, index: int) -> None:
         """Count the checks of one verification under its member (as :meth:`_checked` does)."""

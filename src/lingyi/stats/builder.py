@@ -84,6 +84,17 @@ class RollupBuilder(LogPass):
             if day is not None:
                 day.approval(member, event)
 
+    def _outcome(self, lineno: int, record: dict[str, Any]) -> None:
+        """Count a call outcome in its member's cell of its own day, in each zone."""
+        key = self.valid_ts(lineno, record, record.get("ts"))
+        if key is None:
+            return
+        member = member_key(record.get("member"))
+        for zone in self.zones.values():
+            day = zone.day_for(key)
+            if day is not None:
+                day.cell(member).outcome(record)
+
     def count_appeal(
         self,
         lineno: int,

@@ -71,6 +71,7 @@ class Cell(Counters):
             "invalid_examples": [list(e) for e in self.invalid_examples],
             "judge": self.judge.as_state() if self.judge.consulted else None,
             "shadow": None if self.shadow.empty else self.shadow.as_state(),
+            "outcomes": {tool: dict(s) for tool, s in self.outcomes.items()},
         }
 
     @classmethod
@@ -95,6 +96,7 @@ class Cell(Counters):
             cell.judge = JudgeFigures.from_state(state["judge"])
         if state["shadow"] is not None:
             cell.shadow = ShadowFigures.from_state(state["shadow"])
+        cell.outcomes = {tool: Counter(s) for tool, s in state["outcomes"].items()}
         return cell
 
 

@@ -46,8 +46,9 @@ from lingyi.stats.days import Day, ZoneDays
 from lingyi.stats.window import WindowError, resolve_zone
 
 # 2: cells keep the judge's figures; 3: appeals count the upheld approvals apart; 4: cells
-# keep the shadow figures; 5: approval events per day (an older rollup is rebuilt from the log)
-ROLLUP_SCHEMA = "lingyi.stats-rollup/5"
+# keep the shadow figures; 5: approval events per day; 6: cells count call outcomes (failed,
+# held, refused) per tool (an older rollup is rebuilt from the log)
+ROLLUP_SCHEMA = "lingyi.stats-rollup/6"
 ANCHORS = 32  # lines compared against the log, spread over it, besides the last one
 _DIGEST_PART = 4096  # a long line is compared by its length, first and last 4 KB
 _PURPOSE = b"lingyi stats rollup mac v1"

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from lingyi.log.records import APPROVAL_EVENTS, ts_key
+from lingyi.log.records import APPROVAL_EVENTS, CALL_OUTCOMES, ts_key
 from lingyi.stats.aggregate import (
     DECISIONS,
     FALLBACK,
@@ -79,6 +79,14 @@ def approvals_json(events: Mapping[str, int]) -> dict[str, int]:
     return {name: int(events.get(name, 0)) for name in APPROVAL_EVENTS}
 
 
+def outcomes_json(outcomes: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """Per tool, the calls let through that did not run: each status named, zeros included."""
+    return {
+        tool: {status: int(outcomes[tool].get(status, 0)) for status in CALL_OUTCOMES}
+        for tool in sorted(outcomes)
+    }
+
+
 class StatsView:
     """Turns an aggregator's counters into the documented JSON (docs/stats-json.md)."""
 
@@ -107,6 +115,7 @@ class StatsView:
             "judge": agg.judge.as_json(),
             "shadow": self._shadow(),
             "approvals": approvals_json(agg.approvals),
+            "outcomes": outcomes_json(agg.outcomes),
             "integrity": agg.integrity.as_json(agg.chain.report),
         }
 
