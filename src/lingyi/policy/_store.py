@@ -184,12 +184,12 @@ def _guarded_checks(
     return found
 
 
-def _lost(cases: list[Case]) -> str:
+def _lost(lost: list[Case]) -> str:
     """The inputs a narrowed check no longer runs on, by type (with the tools when only some
     calls of that type are lost), in the order of the types."""
     parts = []
     for type_ in AssertionType:
-        tools = [tool for t, tool in cases if t is type_]
+        tools = [tool for t, tool in lost if t is type_]
         if tools:
             calls = ", ".join(tool for tool in tools if tool is not None)
             parts.append(f"{type_.value} ({calls})" if None not in tools and calls else type_.value)
