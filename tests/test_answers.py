@@ -391,3 +391,63 @@ def test_an_unknown_url_in_a_statement_is_still_evidence_urls_recorded(
     content = f"气功的源流见 {KB}/qg-999"
     result = layer.verify(Assertion(member="lingzhi", type="fact", content=content), searched())
     assert "evidence.urls_recorded" in result.failed_codes
+
+
+# --- answer.urls_returned may be replaced, never dropped ----------------------------------
+
+OWN_URLS = '[[checks]]\ncheck = "{check}"\nstage = "fact_verification"\ntypes = [{types}]\n'
+DISABLES = [
+    # (lingzhi.toml's disable, its own entry appended, the key of the load error or None)
+    ('"answer.urls_returned"', "", "disable[0]"),
+    ('"answer.urls_returned"', OWN_URLS.format(check="answer.urls_returned", types='"fact"'), "disable[0]"),
+    ('"answer.urls_returned"', OWN_URLS.format(check="evidence.id_patterns", types='"answer"'), "disable[0]"),
+    ('"answer.urls_returned"', OWN_URLS.format(check="answer.urls_returned", types='"answer"'), None),
+    ('"answer.urls_returned"', OWN_URLS.format(check="evidence.urls_recorded", types='"answer", "fact"'), None),
+    ('"evidence.urls_recorded"', "", None),  # statements only: answers keep answer.urls_returned
+]  # fmt: skip
+UNKNOWN_URLS = [  # (answer, question): each cites a URL no tool returned, zh and en
+    (f"见[气功大全]({KB}/qg-999)", "气功的源流是什么"),
+    ("See https://evil.example.com/page for the history.", "Where is qigong from?"),
+]
+
+
+def _lingzhi_with(tmp_path: Path, disable: str, own: str) -> Path:
+    """The shipped policies, 灵知 disabling one more shared check and adding ``own``."""
+    import shutil
+
+    from tests.conftest import SHIPPED_POLICIES
+
+    folder = tmp_path / "validators"
+    shutil.copytree(SHIPPED_POLICIES, folder)
+    zhi = folder / "lingzhi.toml"
+    text = zhi.read_text(encoding="utf-8").replace('disable = ["', f'disable = [{disable}, "', 1)
+    zhi.write_text(text + "\n" + own, encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(("disable", "own", "key"), DISABLES)
+def test_a_member_cannot_leave_its_answers_without_a_url_check(
+    tmp_path: Path, disable: str, own: str, key: str | None
+) -> None:
+    """Disabling answer.urls_returned is a load error on the member's ``disable`` unless the
+    member's own entry (answer.urls_returned or evidence.urls_recorded) runs on answers; where
+    the folder loads, an answer citing a URL no tool returned is still rejected (zh and en)
+    and one citing a returned URL still passes that check."""
+    from lingyi.policy import load_policies
+    from lingyi.policy._load import policy_errors
+
+    folder = _lingzhi_with(tmp_path, disable, own)
+    errors = [(Path(e.path).name, e.key, e.message) for e in policy_errors(folder)]
+    if key is not None:
+        assert [e[:2] for e in errors] == [("lingzhi.toml", key)]
+        assert "may be replaced, not dropped" in errors[0][2]
+        return
+    assert errors == []
+    layer = ConstraintLayer(load_policies(folder), MemoryCouncil(), language="zh")
+    for text, question in UNKNOWN_URLS:
+        assert answer(layer, searched(), text, question=question).decision == "rejected"
+    known = answer(layer, searched(), f"见[气功源流]({KB}/qg-001)。", attempt=1)
+    url_checks = [
+        c for c in known.checks if c.code in ("answer.urls_returned", "evidence.urls_recorded")
+    ]
+    assert url_checks and all(c.passed for c in url_checks)

@@ -196,3 +196,61 @@ def test_adding_a_term_is_a_data_edit(tmp_path: Path) -> None:
     text = lexicon.read_text(encoding="utf-8")
     lexicon.write_text(text.replace('"wushu",', '"wushu", "tongbeiquan",', 1), encoding="utf-8")
     assert decide(load_policies(folder)) == "approved"
+
+
+# --- reproducible reasons: the same output in every process ------------------------------
+
+SEEDED = [
+    # (language, query, the domains its reason lists, in the policy's order); 站桩 and 五禽戏
+    # are terms of two domains, whose order followed the hash seed; the last row is out of scope
+    ("zh", "站桩的要领", "武、气"),
+    ("zh", "五禽戏与中医养生", "医、气"),
+    ("en", "qigong breathing and tai chi history", "武, 气"),
+    ("en", "the best pizza in Rome", None),
+]
+
+
+def _verify_json(tmp_path: Path, language: str, query: str, seed: str) -> str:
+    """``lingyi verify --json`` of a search in a fresh process with ``PYTHONHASHSEED=seed``,
+    the record's id (which is new each time) replaced by a placeholder."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / f"lingyi-{language}.toml"
+    config.write_text(
+        f'language = "{language}"\n[paths]\nvalidators = "{SHIPPED_POLICIES.as_posix()}"\n',
+        encoding="utf-8",
+    )
+    args = [
+        "--member",
+        "lingzhi",
+        "--tool",
+        "search_knowledge",
+        "--args",
+        json.dumps({"query": query}),
+    ]
+    env = {**os.environ, "PYTHONHASHSEED": seed, "LINGYI_LOG": str(tmp_path / f"log-{seed}.jsonl")}
+    done = subprocess.run(
+        [sys.executable, "-m", "lingyi", "--config", str(config), "verify", "--json", *args],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    shown = json.loads(done.stdout)
+    return done.stdout.replace(shown["record_id"], "<id>").replace(shown["id"], "<id>")
+
+
+@pytest.mark.parametrize(("language", "query", "listed"), SEEDED)
+def test_reasons_are_the_same_under_any_hash_seed(
+    tmp_path: Path, language: str, query: str, listed: str | None
+) -> None:
+    """Two processes with different PYTHONHASHSEED print byte-identical ``verify --json``
+    (the record id aside): domain.scope lists a text's domains in the policy's order, not a
+    set's, in Chinese and English, in scope and out of it."""
+    import json
+
+    first, second = (_verify_json(tmp_path, language, query, seed) for seed in ("0", "2"))
+    assert first == second
+    scope = next(c for c in json.loads(first)["checks"] if c["code"] == "domain.scope")
+    assert scope["passed"] is (listed is not None)
+    assert listed is None or listed in scope["reason"]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lingyi.errors import PolicyError
-from lingyi.models import Assertion
+from lingyi.models import Assertion, OnFail
 from lingyi.policy import PolicyStore, load_policies
 from lingyi.policy._load import policy_errors
 from tests.conftest import SHIPPED_POLICIES
@@ -187,3 +187,90 @@ def test_a_reload_without_the_shared_file_keeps_the_shared_checks(tmp_path: Path
     result = layer.verify(cited, Ledger())
     assert result.decision == "rejected"
     assert "evidence.cited_ids_exist" in {c.code for c in result.checks if c.blocking}
+
+
+SUBJECT_TYPES = 'types = ["fact", "action", "communication", "answer"]'
+CONFIDENCE = 'no source backs"\nmin = 0.7'
+DRIFT = '1 = all of it"\nmax = 0.3'
+RUBRIC_ZH = "The push fits the work"
+NARROWINGS = [
+    # (file, its change, the (file, key) of each refusal, words of the first); where None: the
+    # change tightens or keeps the guard and reloads
+    ("_common.toml", lambda t: t.replace(SUBJECT_TYPES, 'types = ["fact", "action", "communication"]'),
+     [("_common.toml", "checks")], "narrow the shared check 'evidence.subject_supported' (no longer on answer)"),
+    ("_common.toml", lambda t: t.replace('check = "boundary.medical"\nstage = "boundary"\n', 'check = "boundary.medical"\nstage = "boundary"\ntools = ["git_push"]\n'),
+     [("_common.toml", "checks")], "narrow the shared check 'boundary.medical' (no longer on fact; action; communication"),
+    ("lingzhi.toml", lambda t: t.replace('types = ["action"]\ntools = ["search_knowledge"]', 'types = ["action"]\ntools = ["search_knowledge"]\nmode = "enforce"'),
+     None, None),
+    ("lingzhi.toml", lambda t: t.replace('"boundary.medical"\nstage = "boundary"\n', '"boundary.medical"\nstage = "boundary"\ntypes = ["fact"]\n'),
+     [("lingzhi.toml", "checks")], "narrow the shared check 'boundary.medical' (no longer on action; communication;"),
+    ("_common.toml", lambda t: t.replace(SUBJECT_TYPES, 'types = ["fact", "action", "communication", "answer", "conclusion"]'),
+     None, None),
+    ("_common.toml", lambda t: t.replace(CONFIDENCE, CONFIDENCE[:-3] + "0.5"),
+     [("_common.toml", "judge[0].signals.confidence")], "loosen the judge signal 'confidence' (min 0.7 → min 0.5) of lingflow, lingresearch, lingyi, lingzhi"),
+    ("_common.toml", lambda t: t.replace(DRIFT, DRIFT[:-3] + "0.5"),
+     [("_common.toml", "judge[0].signals.drift")], "loosen the judge signal 'drift' (max 0.3 → max 0.5)"),
+    ("_common.toml", lambda t: t.replace(CONFIDENCE, CONFIDENCE[:-3] + "0.8").replace(DRIFT, DRIFT[:-3] + "0.2"),
+     None, None),
+    ("_common.toml", lambda t: t.replace("[judge.signals.drift]", "[judge.signals.off_topic]"),
+     [("_common.toml", "judge[0].signals")], "drop the judge signal 'drift'"),
+    ("lingzhi.toml", lambda t: t + "\n[signals]\nconfidence = { min = 0.6 }\n",
+     [("lingzhi.toml", "signals.confidence")], "loosen the judge signal 'confidence' (min 0.7 → min 0.6) of lingzhi"),
+    ("lingzhi.toml", lambda t: t + "\n[signals]\nconfidence = { min = 0.9 }\nungrounded_claims = { max = 0.0 }\n",
+     None, None),
+    ("lingflow.toml", lambda t: t.replace('[[judge]]\nkind = "destructive"', '[[judge]]\nkind = "assertion"\ntypes = ["conclusion"]'),
+     [("lingflow.toml", "judge[0]")], "remove the judge rule 'lingflow.toml judge[0]' of lingflow"),
+    ("lingflow.toml", lambda t: t.replace("max_revisions = 1\n", 'max_revisions = 1\non_fail = "warn"\n'),
+     [("lingflow.toml", "judge[0].on_fail")], "soften the judge rule 'lingflow.toml judge[0]' (on_fail reject → warn)"),
+    ("lingflow.toml", lambda t: t.replace(RUBRIC_ZH, "推送与会话证据和议会近期消息所描述的工作相符 (the push fits the work"),
+     None, None),
+    ("_common.toml", lambda t: t.replace('kind = "answer"\non_fail = "warn"', 'kind = "answer"\non_fail = "reject"'),
+     None, None),
+    ("lingyi.toml", lambda t: t + '\n[[judge]]\nkind = "answer"\non_fail = "warn"\nrubric = "回答切题"\n',
+     [("lingyi.toml", "judge[0].signals")], "drop the judge signal 'confidence' of lingyi"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "change", "where", "words"), NARROWINGS)
+def test_a_reload_that_narrows_a_check_or_loosens_the_judge_is_refused(
+    tmp_path: Path, name: str, change: object, where: list[tuple[str, str]] | None, words: str
+) -> None:
+    """A shared or boundary check whose ``types`` or ``tools`` shrink, a critic signal whose
+    ``min`` drops or ``max`` rises (in the shared rule or a member's ``[signals]``), a signal
+    renamed away, a judge rule removed, softened or shadowed by a member's weaker rule: each is
+    refused on its file and key, the last good set kept. Widening, tightening and rewording
+    (in Chinese or English) reload."""
+    folder = folder_with(tmp_path, {})
+    store = PolicyStore(folder, check_interval_s=0)
+    before = store.current()
+    _edit(folder / name, change((folder / name).read_text(encoding="utf-8")))  # type: ignore[operator]
+    now = store.current()
+    if where is None:
+        assert now.version != before.version and store.refused == []
+        return
+    assert now is before
+    assert sorted({(Path(e.path).name, e.key) for e in store.refused}) == where
+    assert any(words in e.message for e in store.refused)
+    assert all("restart" in e.message for e in store.refused)
+
+
+@pytest.mark.parametrize(
+    ("default", "refused"), [(OnFail.WARN, True), (OnFail.FALLBACK, True), (OnFail.REJECT, False)]
+)
+def test_a_rule_losing_its_on_fail_falls_back_to_the_configs(
+    tmp_path: Path, default: OnFail, refused: bool
+) -> None:
+    """A rule's own ``on_fail = "reject"`` removed: the judge then applies the config's
+    ``[judge] on_fail``, so the reload is refused exactly when that is softer."""
+    strict = '[[judge]]\nkind = "destructive"\non_fail = "reject"'
+    folder = folder_with(tmp_path, {})
+    flow = folder / "lingflow.toml"
+    text = flow.read_text(encoding="utf-8")
+    _edit(flow, text.replace('[[judge]]\nkind = "destructive"', strict))
+    store = PolicyStore(folder, check_interval_s=0, judge_on_fail=default)
+    before = store.current()
+    _edit(flow, text)
+    assert (store.current() is before) is refused
+    assert [(Path(e.path).name, e.key) for e in store.refused] == (
+        [("lingflow.toml", "judge[0].on_fail")] if refused else []
+    )

@@ -8,7 +8,9 @@ before the result comes back. A rejection is an ``isError`` result with the verd
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -969,3 +971,85 @@ async def _call_ignoring_errors(client: Client, tool: str, args: dict[str, Any])
         await client.call_tool(tool, args)
     except Exception:  # the server went away mid-call, as the test intends
         return
+
+
+# --- a client that dies ---------------------------------------------------------------------
+
+INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"},
+}
+CLIENT_LEAVES = [
+    # (how the client leaves, the query of its one call) — zh and en
+    ("dies", "气功"),  # its end of our stdout is closed before the call's result is written
+    ("dies", "qigong breathing"),
+    ("quits", "气功"),  # closes stdin after reading every answer: the ordinary end
+    ("quits", "qigong breathing"),
+]
+
+
+def _rpc(server: subprocess.Popen[bytes], id_: int | None, method: str, params: Any) -> None:
+    message = {"jsonrpc": "2.0", "method": method, "params": params}
+    message.update({} if id_ is None else {"id": id_})
+    assert server.stdin is not None
+    server.stdin.write(json.dumps(message).encode() + b"\n")
+    server.stdin.flush()
+
+
+def _ping_until_gone(server: subprocess.Popen[bytes]) -> None:
+    """Ping until the server exits: each line wakes the SDK's stdin reader (blocked in a
+    thread), and once a response could not be written, the next wake-up ends the session.
+    Bounded, so a server that never notices fails the test instead of hanging it."""
+    import time
+
+    deadline = time.monotonic() + TIMEOUT_S
+    for n in itertools.count(3):
+        if server.poll() is not None:
+            return
+        assert time.monotonic() < deadline, "serve kept running after its client died"
+        with contextlib.suppress(BrokenPipeError):
+            _rpc(server, n, "ping", {})
+        time.sleep(0.05)
+
+
+def _wait_for_records(log: Path, count: int) -> None:
+    """Until the log holds ``count`` records (bounded: the test fails rather than hangs)."""
+    import time
+
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (log.exists() and sum(1 for line in read_log(log) if line.record) >= count):
+        assert time.monotonic() < deadline, "the call was never logged"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("leaves", "query"), CLIENT_LEAVES)
+def test_a_client_that_dies_ends_serve_quietly(dep: Deployment, leaves: str, query: str) -> None:
+    """A client gone mid-session (its read end of our stdout closed, then its stdin): serve
+    logs one warning line on stderr and exits 0, no BrokenPipeError traceback, and the call
+    it made is in the log. A client that quits normally: exit 0, no such line. Raw JSON-RPC
+    over a pipe, because the SDK's client cannot close its read end and carry on writing."""
+    params = serve_params(dep)
+    server = subprocess.Popen(
+        [params.command, *params.args], env=params.env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert server.stdout is not None and server.stdin is not None
+    _rpc(server, 1, "initialize", INIT)
+    assert json.loads(server.stdout.readline())["id"] == 1
+    _rpc(server, None, "notifications/initialized", {})
+    if leaves == "dies":
+        server.stdout.close()
+    _rpc(server, 2, "tools/call", {"name": "search_knowledge", "arguments": {"query": query}})
+    if leaves == "quits":
+        assert json.loads(server.stdout.readline())["id"] == 2
+    _wait_for_records(dep.log, 1)
+    if leaves == "dies":
+        _ping_until_gone(server)
+    with contextlib.suppress(BrokenPipeError):
+        server.stdin.close()
+    code = server.wait(TIMEOUT_S)
+    err = server.stderr.read().decode() if server.stderr else ""
+    assert code == 0 and "Traceback" not in err and "BrokenPipeError" not in err
+    assert ("client closed the connection" in err) is (leaves == "dies"), err
+    assert verify_chain(dep.log).records == 1

@@ -21,7 +21,7 @@ from lingyi.layer import ConstraintLayer, Judge, Scope
 from lingyi.ledger import Ledger
 from lingyi.log import VerificationLog, verification_record
 from lingyi.log.setup import open_log
-from lingyi.models import Assertion, Evidence, VerificationResult
+from lingyi.models import Assertion, Evidence, OnFail, VerificationResult
 from lingyi.policy import PolicySet, PolicyStore, load_policies
 from lingyi.telemetry import telemetry_from
 
@@ -146,6 +146,7 @@ class Guard:
                 config.validators_dir,
                 require_shared=config.raw.policies.require_shared,
                 cache=config.raw.policies.cache,
+                judge_on_fail=OnFail(config.raw.judge.on_fail),
             ),
             council if council is not None else FileCouncil(config.council_path),
             services=services_from(config, lookups),

@@ -119,7 +119,7 @@ class Assertions:
         for hit in self.matcher.find(text):
             if _glued(text, hit):
                 continue  # "search-api" is a name, not the verb "search"
-            for group in hit.groups:
+            for group in sorted(hit.groups):  # not the frozenset's hash-seeded order
                 found.setdefault(group, []).append(hit)
         return found
 

@@ -99,8 +99,10 @@ def roles_in(text: str, lexicon: Lexicon) -> list[Span]:
     hits = lexicon.matcher.find(text)
     looks = [h for h in hits if "lookalike" in h.groups]
     kept = [h for h in hits if "lookalike" not in h.groups and not _covered(h, looks)]
+    # A term of several groups (站桩: 武 and 气) gives a span for each, in the groups' sorted
+    # order: a frozenset's own order follows the hash seed, which differs between processes.
     return sorted(
-        (Span(group, h.start, h.end) for h in kept for group in h.groups),
+        (Span(group, h.start, h.end) for h in kept for group in sorted(h.groups)),
         key=lambda s: (s.start, s.end),
     )
 
@@ -586,7 +588,9 @@ def domains_of(text: str, lexicon: Lexicon, domains: Sequence[str]) -> dict[str,
         term = ready[span.start : span.end]
         if span.role in domains and len(term) > 1 and term not in found.get(span.role, []):
             found.setdefault(span.role, []).append(term)
-    return found
+    # In the policy's order of domains (the order its messages list them), so that a reason
+    # and its detail read the same in every process and every run.
+    return {domain: found[domain] for domain in domains if domain in found}
 
 
 @register("domain.scope", DomainParams)

@@ -175,7 +175,9 @@ def _folders(roots: tuple[Path, ...], git_repo: bool) -> list[str]:
 
 
 def _roots(ctx: CheckContext, args: dict[str, ArgSpec]) -> str:
-    kinds = {spec.roots for spec in args.values() if spec.type == "path"}
+    # In the order of the tool's arguments, not a set's (which follows the hash seed): the
+    # hint reads the same in every process.
+    kinds = dict.fromkeys(spec.roots for spec in args.values() if spec.type == "path")
     found = [
         r
         for k in kinds

@@ -20,7 +20,7 @@ from pathlib import Path
 from lingyi.checks import CheckContext
 from lingyi.config import JudgeSection
 from lingyi.models import OnFail
-from lingyi.policy import JudgeRule, criteria_of
+from lingyi.policy import JudgeRule, criteria_of, first_rule
 
 DEFAULT_RUBRICS = {
     "assertion": """Every claim of fact in the content is supported by the session's evidence or the council record
@@ -87,11 +87,6 @@ def plan_for(ctx: CheckContext, config: JudgeSection) -> Plan | None:
     if assertion.content.strip() or kind != "assertion":
         return _plan(config, kind, None, ctx)
     return None  # a bare tool call with no rule: nothing to judge
-
-
-def first_rule(rules: list[JudgeRule], kind: str, type_: str, tool: str | None) -> JudgeRule | None:
-    matching = [r for r in rules if r.applies(kind, type_, tool)]
-    return next((r for r in matching if r.tools), None) or next(iter(matching), None)
 
 
 def signals_of(rule: JudgeRule, ctx: CheckContext) -> tuple[Signal, ...]:

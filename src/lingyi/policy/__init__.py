@@ -17,6 +17,7 @@ from lingyi.policy._judge import (
     SignalSpec,
     Threshold,
     criteria_of,
+    first_rule,
 )
 from lingyi.policy._lexicon import Lexicon, LexiconRef, load_lexicon
 from lingyi.policy._load import load_policies
@@ -43,6 +44,7 @@ __all__ = [
     "ToolSpec",
     "arg_problems",
     "criteria_of",
+    "first_rule",
     "input_schema",
     "load_lexicon",
     "load_policies",

@@ -113,6 +113,8 @@ class JudgeRule(BaseModel):
     on_fail: OnFail | None = None
     max_revisions: int | None = Field(None, ge=0, le=20)
     _source: str = PrivateAttr("")  # "lingflow.toml judge[0]": set by the loader, not the file
+    _path: str = PrivateAttr("")  # the file's full path and the table's index (a reload's
+    _index: int = PrivateAttr(0)  # refusal names the file and key, lingyi.policy._store)
 
     @field_validator("rubric")
     @classmethod
@@ -143,7 +145,16 @@ class JudgeRule(BaseModel):
     def placed(self, path: str, index: int) -> JudgeRule:
         """This rule, naming the file and the table it came from (for the log)."""
         self._source = f"{Path(path).name} judge[{index}]"
+        self._path, self._index = path, index
         return self
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def key(self) -> str:
+        return f"judge[{self._index}]"
 
     @property
     def criteria(self) -> list[str]:
@@ -155,6 +166,13 @@ class JudgeRule(BaseModel):
         if self.types is not None and type_ not in self.types:
             return False
         return self.tools is None or tool in self.tools
+
+
+def first_rule(rules: list[JudgeRule], kind: str, type_: str, tool: str | None) -> JudgeRule | None:
+    """The rule that judges this case: the first matching one that names the tool, else the
+    first matching one that names none (the member's own rules come first in ``rules``)."""
+    matching = [r for r in rules if r.applies(kind, type_, tool)]
+    return next((r for r in matching if r.tools), None) or next(iter(matching), None)
 
 
 def judge_rule_problems(

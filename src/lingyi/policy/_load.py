@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from lingyi._validation import problems
 from lingyi.checks import REGISTRY, CheckParams, load_builtin_checks
 from lingyi.errors import PolicyError
-from lingyi.models import Stage
+from lingyi.models import AssertionType, Stage
 from lingyi.policy._cache import TomlCache, cache_path
 from lingyi.policy._judge import JudgeRule, judge_rule_problems
 from lingyi.policy._lexicon import Lexicon, lexicon_fields, lexicon_path, load_lexicon
@@ -47,6 +47,19 @@ NO_SHARED = (
     "no shared policy file (_*.toml): without one every member loses the shared checks; add "
     "_common.toml, or set [policies] require_shared = false in the config if that is meant"
 )
+# Shared checks a member may replace with its own entry but never drop: with the shared entry
+# disabled, one of these checks must still run on that type of input. An answer's URLs are
+# checked by answer.urls_returned alone (evidence.urls_recorded does not run on answers, so
+# that an unknown URL is one finding); disabling it without a replacement left answers with
+# no URL check at all.
+REPLACE_ONLY: dict[str, tuple[AssertionType, tuple[str, ...], str]] = {
+    # check: (the input it must cover, the checks that may stand in, what would go unchecked)
+    "answer.urls_returned": (
+        AssertionType.ANSWER,
+        ("answer.urls_returned", "evidence.urls_recorded"),
+        "the URLs an answer cites",
+    ),
+}
 NEVER_RUNS = {
     "stage": "the judge stage runs no policy check (the judge is configured in [judge]); "
     "valid stages for a check: pre_check, tool_validation, boundary, fact_verification",
@@ -369,6 +382,8 @@ class _Loader:
                 self._error(
                     path, f"disable[{i}]", f"no shared check named {name!r}; shared checks: {valid}"
                 )
+            elif (problem := _unreplaced(name, raw.checks)) is not None:
+                self._error(path, f"disable[{i}]", problem)
 
     def _alias_map(self, members: list[MemberPolicy]) -> dict[str, str]:
         aliases: dict[str, str] = {}
@@ -383,6 +398,21 @@ class _Loader:
                         f"{name!r} also names {other} ({sources[other]}); a name has one member",
                     )
         return aliases
+
+
+def _unreplaced(name: str, own: list[CheckEntry]) -> str | None:
+    """Why disabling the shared ``name`` is refused (None: it may be): a check of
+    :data:`REPLACE_ONLY` needs an entry of the member's own that still runs on its type."""
+    if name not in REPLACE_ONLY:
+        return None
+    type_, replacements, what = REPLACE_ONLY[name]
+    if any(e.check in replacements and e.applies(type_, None) for e in own):
+        return None
+    others = " or ".join(repr(r) for r in replacements if r != name)
+    return (
+        f"{name!r} may be replaced, not dropped: without it no check would verify {what}; "
+        f"add a [[checks]] entry of {name!r} (or {others}) that runs on type {type_.value!r}"
+    )
 
 
 def _attach(entries: list[CheckEntry], params: dict[int, CheckParams]) -> list[CheckEntry]:

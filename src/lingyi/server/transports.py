@@ -60,14 +60,30 @@ def settled() -> None:
 
 
 def serve_stdio(config: Config) -> None:
-    """Serve one client over stdio until it leaves or a signal arrives."""
+    """Serve one client over stdio until it leaves or a signal arrives.
+
+    A client that dies closes its end of our stdout: the SDK's next flush raises
+    ``BrokenPipeError`` inside its task group. That is the client leaving, not a fault of the
+    server: one log line on stderr, and ``lingyi serve`` exits 0 as when stdin closes."""
     app = GuardApp(config)
     try:
         server = build_server(app)
         settled()
-        anyio.run(_serve_stdio, app, server)
+        try:
+            anyio.run(_serve_stdio, app, server)
+        except* BrokenPipeError:  # any other error in the group still propagates
+            _client_gone()
     finally:
         app.close()
+
+
+def _client_gone() -> None:
+    """Log that the client left, and point stdout at the null device: Python flushes stdout
+    (and the SDK's wrapper of it) at exit, which would fail, and print, once more."""
+    log.warning("client closed the connection; stopping", transport="stdio")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def http_app(app: GuardApp, host: str, port: int) -> Starlette:
