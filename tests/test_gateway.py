@@ -223,8 +223,8 @@ def test_a_tool_owned_by_a_member_the_upstream_does_not_allow_is_not_served(
     tmp_path: Path,
 ) -> None:
     """The git upstream allows only 灵知, but 灵通's policy owns git.git_commit: not listed,
-    and a call is rejected as a call to a tool no one owns (member.known: the caller is "(no
-    owner)"), logged, and never reaches the upstream."""
+    and a call is judged for 灵通 and rejected by tool.owned saying why (its owner is not one
+    of the upstream's members), logged, and never reaches the upstream."""
     dep = git_deployment(tmp_path / "deploy")
     text = dep.config_path.read_text(encoding="utf-8")
     dep.config_path.write_text(text.replace('members = ["lingflow"]\ntimeout_s = 20', 'members = ["lingzhi"]\ntimeout_s = 20'), encoding="utf-8")  # fmt: skip
@@ -239,7 +239,9 @@ def test_a_tool_owned_by_a_member_the_upstream_does_not_allow_is_not_served(
 
     _with_app(app, body)
     assert "git.git_commit" not in seen["names"]
-    assert seen["call"]["error"] is True and "member.known" in seen["call"]["verdict"]["codes"]
+    verdict = seen["call"]["verdict"]
+    assert seen["call"]["error"] is True and verdict["codes"] == ["tool.owned"]
+    assert verdict["member"] == "lingflow" and "不在其上游允许的成员之列" in verdict["reason"]
     assert app.gateway is not None and app.gateway.connections["git"].calls == 0
     assert head(dep.repo) == before
 

@@ -77,6 +77,36 @@ async def mutate(ctx: Context) -> str:
     return "changed"
 
 
+def extra(text: str) -> str:
+    """A tool added at run time (a policy owns it: fake.extra)."""
+    return f"extra: {text}"
+
+
+def stray() -> str:
+    """A tool added at run time that no policy owns (fake.stray)."""
+    return "stray"
+
+
+@server.tool()
+async def reshape(ctx: Context, action: str) -> str:
+    """Changes the tool list at run time, then announces that it changed: ``add`` (extra),
+    ``add_unowned`` (stray), ``remove`` (echo, then extra and stray if there), ``change``
+    (stray's description: a tool no policy owns), ``none`` (nothing: the announcement only)."""
+    tools = server._tool_manager
+    if action == "add":
+        server.add_tool(extra)
+    elif action == "add_unowned":
+        server.add_tool(stray)
+    elif action == "remove":
+        for name in ("echo", "extra", "stray"):
+            if tools.get_tool(name) is not None:
+                server.remove_tool(name)
+    elif action == "change" and (tool := tools.get_tool("stray")) is not None:
+        tool.description = "No longer what it was."
+    await ctx.session.send_tool_list_changed()
+    return action
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

@@ -33,6 +33,14 @@ def owned(ctx: CheckContext, params: NoParams) -> Outcome:
     assert call is not None  # the layer runs tool checks only with a tool call
     if call.name in ctx.member.tools:
         return ok(ctx.msg("ok", member=ctx.member.name, tool=call.name))
+    if (unserved := ctx.policies.unserved.get(call.name)) is not None:  # an upstream's tool
+        who = ctx.msg(unserved.reason)
+        return fail(
+            ctx.msg("fail", member=ctx.member.name, tool=call.name, who=who),
+            ctx.msg("relist"),
+            tool=call.name,
+            unserved=unserved.reason,
+        )
     owner = ctx.policies.tool_owner(call.name)
     mine = ", ".join(sorted(ctx.member.tools)) or "-"
     who = ctx.msg("owner", owner=owner.id, name=owner.name) if owner else ctx.msg("no_owner")

@@ -8,6 +8,6 @@
 - :mod:`.gateway` — every upstream of a config: connect, list, serve, call.
 """
 
-from lingyi.gateway.gateway import Gateway, ServedTool, UpstreamResult
+from lingyi.gateway.gateway import Gateway, Listing, ServedTool, UpstreamResult
 
-__all__ = ["Gateway", "ServedTool", "UpstreamResult"]
+__all__ = ["Gateway", "Listing", "ServedTool", "UpstreamResult"]

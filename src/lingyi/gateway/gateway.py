@@ -31,7 +31,8 @@ from lingyi.gateway.connection import Connection, UpstreamError
 from lingyi.gateway.evidence import extract
 from lingyi.gateway.merge import merged_spec
 from lingyi.models import Evidence
-from lingyi.policy import MemberPolicy, PolicySet, ToolSpec
+from lingyi.policy import MemberPolicy, PolicySet, ToolSpec, UnservedTool
+from lingyi.policy._model import Unserved
 
 log = structlog.get_logger()
 
@@ -59,6 +60,18 @@ class ServedTool:
     tool: Tool
 
 
+@dataclass(frozen=True)
+class Listing:
+    """What a re-listing of one upstream found different (served names, ``<upstream>.<tool>``)."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
 def _digest(tool: Tool) -> str:
     shown = {"d": tool.description, "s": tool.input_schema}
     return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()
@@ -77,8 +90,11 @@ class Gateway:
         }
         self.tools: dict[str, ServedTool] = {}
         self.unavailable: list[str] = []  # upstreams that could not be listed at start-up
-        self.withheld: set[str] = set()  # changed (or removed) since start-up: not served
-        self.on_update: Callable[[], None] | None = None  # definitions changed: re-merge
+        self.withheld: set[str] = set()  # changed since start-up: not served until a restart
+        self.removed: dict[str, ServedTool] = {}  # no longer listed: not served, kept to compare
+        self.generation = 0  # counts the re-listings that changed something
+        self.loaded: PolicySet | None = None  # the policy set as loaded, last extended
+        self.on_update: Callable[[Listing], None] | None = None  # the listing changed: re-merge
         self._lock = threading.Lock()
         for name in self.connections:
             self._list(name)
@@ -104,8 +120,9 @@ class Gateway:
         threading.Thread(target=self.relist, args=(name,), daemon=True).start()
 
     def relist(self, name: str) -> None:
-        """Re-read an upstream's tools: a changed definition is flagged in the log and, with
-        ``on_change = "withhold"``, not served until the guard restarts (reviewed)."""
+        """Re-read an upstream's tools: added ones are taken in (served when a policy owns
+        them), removed ones dropped, and a changed definition is flagged in the log and,
+        with ``on_change = "withhold"``, not served until the guard restarts (reviewed)."""
         connection = self.connections[name]
         try:
             listed = {f"{name}.{t.name}": t for t in connection.list_tools()}
@@ -113,31 +130,47 @@ class Gateway:
             log.error("upstream.relist_failed", upstream=name, error=str(exc))
             return
         with self._lock:
-            self._compare(connection.entry, listed)
-        if self.on_update is not None:
-            self.on_update()
+            found = self._compare(connection.entry, listed)
+            if found:
+                self.generation += 1
+        if found and self.on_update is not None:
+            self.on_update(found)
 
-    def _compare(self, entry: UpstreamEntry, listed: dict[str, Tool]) -> None:
+    def _compare(self, entry: UpstreamEntry, listed: dict[str, Tool]) -> Listing:
+        added, changed = [], []
         for served, tool in listed.items():
-            known = self.tools.get(served)
-            if known is None:
-                log.warning("upstream.tool_added", tool=served, served=False)  # at restart
-            elif _digest(known.tool) != _digest(tool):
-                withheld = entry.on_change == "withhold"
-                log.warning("upstream.tool_changed", tool=served, withheld=withheld)
-                if withheld:
-                    self.withheld.add(served)
-                else:
-                    self.tools[served] = ServedTool(served, entry, tool)
-        for served in [n for n, t in self.tools.items() if t.upstream is entry]:
-            if served not in listed:
-                log.warning("upstream.tool_removed", tool=served)
-                self.withheld.add(served)
+            known = self.tools.get(served) or self.removed.pop(served, None)
+            if known is None or (served not in self.tools and _digest(known.tool) == _digest(tool)):
+                self.tools[served] = ServedTool(served, entry, tool)  # new, or back as it was
+                added.append(served)
+                continue
+            self.tools[served] = known  # back, changed: judged against what was reviewed
+            if _digest(known.tool) != _digest(tool):
+                changed.append(served)
+                self._changed_definition(entry, served, tool)
+        removed = [n for n, t in self.tools.items() if t.upstream is entry and n not in listed]
+        for served in removed:
+            log.warning("upstream.tool_removed", tool=served, served=False)
+            self.removed[served] = self.tools.pop(served)  # kept: a return is compared with it
+        return Listing(tuple(added), tuple(removed), tuple(changed))
+
+    def _changed_definition(self, entry: UpstreamEntry, served: str, tool: Tool) -> None:
+        withheld = entry.on_change == "withhold"
+        log.warning("upstream.tool_changed", tool=served, withheld=withheld)
+        if withheld:
+            self.withheld.add(served)
+        else:
+            self.tools[served] = ServedTool(served, entry, tool)
+
+    def listing(self) -> dict[str, ServedTool]:
+        """The listed tools now (a copy: a re-listing may be changing them meanwhile)."""
+        with self._lock:
+            return dict(self.tools)
 
     @property
     def digest(self) -> str:
         """Of every listed definition: part of the policy version the guard verifies with."""
-        parts = sorted(f"{n}:{_digest(t.tool)}" for n, t in self.tools.items())
+        parts = sorted(f"{n}:{_digest(t.tool)}" for n, t in self.listing().items())
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 
     # --- policies -----------------------------------------------------------------------------
@@ -154,23 +187,39 @@ class Gateway:
         the upstream does not list it, or it is withheld) is left out, so ``tool.owned``
         rejects a call to it, logged, before anything reaches the upstream.
         """
+        self.loaded = policies
         members = {
             mid: member.model_copy(update={"tools": self._merged(policies, member)})
             for mid, member in policies.members.items()
         }
+        unserved = {
+            name: UnservedTool(owner=member.id, reason=self._why_not(policies, name, member))
+            for member in policies.members.values()
+            for name in member.tools
+            if self.is_upstream(name) and name not in members[member.id].tools
+        }
         version = f"{policies.version}+gw{self.digest}"
-        return policies.model_copy(update={"members": members, "version": version})
+        update = {"members": members, "version": version, "unserved": unserved}
+        return policies.model_copy(update=update)
 
     def _merged(self, policies: PolicySet, member: MemberPolicy) -> dict[str, ToolSpec]:
         merged: dict[str, ToolSpec] = {}
         for name, spec in member.tools.items():
-            if not self._is_upstream(name):
+            if not self.is_upstream(name):
                 merged[name] = spec
             elif self._serves(policies, name, member):
                 merged[name] = merged_spec(spec, self.tools[name].tool)
         return merged
 
-    def _is_upstream(self, name: str) -> bool:
+    def _why_not(self, policies: PolicySet, name: str, owner: MemberPolicy) -> Unserved:
+        if name in self.withheld:
+            return "withheld"
+        if name not in self.tools:
+            return "removed" if name in self.removed else "not_listed"
+        return "not_member"
+
+    def is_upstream(self, name: str) -> bool:
+        """Whether ``name`` is an upstream tool's served name (listed now or not)."""
         return name.split(".", 1)[0] in self.connections and "." in name
 
     def _serves(self, policies: PolicySet, name: str, owner: MemberPolicy) -> bool:

@@ -21,7 +21,15 @@ from lingyi.policy._judge import (
 )
 from lingyi.policy._lexicon import Lexicon, LexiconRef, load_lexicon
 from lingyi.policy._load import load_policies
-from lingyi.policy._model import ArgSpec, ArgType, CheckEntry, MemberPolicy, PolicySet, ToolSpec
+from lingyi.policy._model import (
+    ArgSpec,
+    ArgType,
+    CheckEntry,
+    MemberPolicy,
+    PolicySet,
+    ToolSpec,
+    UnservedTool,
+)
 from lingyi.policy._store import PolicyStore
 from lingyi.policy.schema import ArgProblem, Registries, arg_problems, input_schema, tool_schema
 
@@ -42,6 +50,7 @@ __all__ = [
     "SignalSpec",
     "Threshold",
     "ToolSpec",
+    "UnservedTool",
     "arg_problems",
     "criteria_of",
     "first_rule",

@@ -158,12 +158,25 @@ class MemberPolicy(BaseModel):
         return list(dict.fromkeys([self.id, self.name, *self.aliases]))
 
 
+Unserved = Literal["removed", "withheld", "not_listed", "not_member"]
+
+
+class UnservedTool(BaseModel):
+    """An upstream tool a policy owns that the gateway does not serve now, and why."""
+
+    owner: str  # the member whose policy owns it
+    reason: Unserved
+
+
 class PolicySet(BaseModel):
     members: dict[str, MemberPolicy]
     aliases: dict[str, str]
     version: str
     lexicons: dict[str, Lexicon] = Field(default_factory=dict)  # by the reference checks use
     shared: dict[str, str] = Field(default_factory=dict)  # shared check name → its _*.toml file
+    # Filled by the gateway (lingyi.gateway): left out of ``members``, named here so that a
+    # call to one is judged for its owner and refused saying why (tool.owned).
+    unserved: dict[str, UnservedTool] = Field(default_factory=dict)
 
     @cached_property
     def names(self) -> tuple[str, ...]:

@@ -43,7 +43,7 @@ from lingyi.backends.traces import TraceBackend
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError, LogError
-from lingyi.gateway import Gateway
+from lingyi.gateway import Gateway, Listing
 from lingyi.guard import Guard, kb_lookup, open_kb
 from lingyi.ledger import Ledger, LedgerLimits
 from lingyi.log.records import OutcomeRecord
@@ -188,11 +188,26 @@ class GuardApp:
 
         self.approvals = ApprovalGate(config, self.guard.log)
         self.log_levels: dict[str, LoggingLevel] = {}  # MCP logging/setLevel, per session
+        self.on_tools_changed: list[Callable[[], None]] = []  # the servers built over this app
         self._kb: KnowledgeBase | None = None
         self._kb_lock = threading.Lock()
         self._idle = threading.Condition()
         self._inflight = 0
         self.closing = False
+
+    def upstream_changed(self, listing: Listing) -> None:
+        """An upstream's tools changed (in the re-listing's thread): merge the new listing
+        into the policies, log each added tool once with whether it is served, tell the
+        servers (which tell their clients when what they serve changed)."""
+        gateway = self.gateway
+        if gateway is None:  # cannot happen: only a gateway calls this
+            return
+        self.guard.layer.extend_policies(gateway.extend)
+        policies = self.policies  # merged with the new listing
+        for name in listing.added:
+            _log_added(gateway, policies, name)
+        for hook in self.on_tools_changed:
+            hook()
 
     @property
     def policies(self) -> PolicySet:
@@ -280,7 +295,7 @@ class GuardApp:
         owner = policies.tool_owner(name)
         call = ToolCall(name=name, arguments=args)
         assertion = Assertion(
-            member=owner.id if owner else NO_OWNER, type=AssertionType.ACTION, tool_call=call
+            member=_member_of(policies, name), type=AssertionType.ACTION, tool_call=call
         )
         result = self.check(caller, assertion, policies)
         runnable = runnable_call(result, call)
@@ -363,9 +378,27 @@ def _gateway(app: GuardApp, config: Config) -> Gateway | None:
         return None
     gateway = Gateway(config)
     app.guard.layer.extend_policies(gateway.extend)
-    # Changed definitions (tools/list_changed): merge them into the policies again.
-    gateway.on_update = lambda: app.guard.layer.extend_policies(gateway.extend)
+    gateway.on_update = app.upstream_changed  # tools/list_changed found a difference
     return gateway
+
+
+def _member_of(policies: PolicySet, tool: str) -> str:
+    """Whose policy judges a call: the tool's owner; for an upstream tool not served now, the
+    owner its policy names (tool.owned then says why it is not served)."""
+    if (owner := policies.tool_owner(tool)) is not None:
+        return owner.id
+    unserved = policies.unserved.get(tool)
+    return unserved.owner if unserved else NO_OWNER
+
+
+def _log_added(gateway: Gateway, policies: PolicySet, name: str) -> None:
+    """One record per tool an upstream added: served (for whom), or why not (default deny)."""
+    if (owner := gateway.owner(policies, name)) is not None:
+        log.warning("upstream.tool_added", tool=name, served=True, owner=owner.id)
+        return
+    owned = gateway.loaded is not None and gateway.loaded.tool_owner(name) is not None
+    why = "its owner is not one of the upstream's members" if owned else "no policy owns it"
+    log.warning("upstream.tool_added", tool=name, served=False, reason=why)
 
 
 def _data_sources(config: Config) -> dict[str, DataSource]:

@@ -18,6 +18,8 @@ At start-up the policies' tools and the implemented tools must match (:func:`too
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import tomllib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
@@ -34,7 +36,7 @@ from lingyi import approvals
 from lingyi.approvals.tool import ApprovalAnswer, approve_tool
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import BackendError, ConfigError, LingyiError, LogError
-from lingyi.gateway import Gateway, UpstreamResult
+from lingyi.gateway import Gateway, ServedTool, UpstreamResult
 from lingyi.gateway.merge import merged_spec, unknown_policy_args
 from lingyi.kinds import kind_of
 from lingyi.models import Assertion, AssertionType, Decision, Evidence, ToolCall
@@ -136,6 +138,7 @@ class ToolTable:
         self._version = ""
         self._tools: dict[str, Tool] = {}
         self._validators: dict[tuple[str, str], Draft202012Validator] = {}
+        self._generation = 0  # the gateway's listing the table has entries for
         self._build()
 
     @property
@@ -162,11 +165,43 @@ class ToolTable:
         """Every listed upstream tool gets an entry; tools/list shows only the served ones
         (a policy owns it, for a member the upstream allows, bound to the caller's token)."""
         gateway = self.app.gateway
-        for name, served in (gateway.tools if gateway else {}).items():
-            owner = policies.tool_owner(name)
-            spec = owner.tools[name] if owner else merged_spec(ToolSpec(), served.tool)
-            fn = _guarded(name, _upstream(name))
-            self._tools[name] = self._tool(name, spec, fn, Guarded[UpstreamResult])
+        self._generation = gateway.generation if gateway else 0
+        for name, served in (gateway.listing() if gateway else {}).items():
+            self._tools[name] = self._upstream_tool(policies, name, served)
+
+    def _upstream_tool(self, policies: PolicySet, name: str, served: ServedTool) -> Tool:
+        owner = policies.tool_owner(name)
+        spec = owner.tools[name] if owner else merged_spec(ToolSpec(), served.tool)
+        return self._tool(name, spec, _guarded(name, _upstream(name)), Guarded[UpstreamResult])
+
+    def sync(self) -> list[Tool]:
+        """Entries for the upstream tools listed since the table last looked (the new ones).
+
+        A tool an upstream removed keeps its entry: a call to it reaches the guard, which
+        rejects it (and logs that) like a call to any tool no one owns. Cheap when nothing
+        changed (one counter), so every tools/list and tools/call may ask.
+        """
+        gateway = self.app.gateway
+        if gateway is None or gateway.generation == self._generation:
+            return []
+        self._generation = gateway.generation
+        policies, new = self.app.policies, []
+        for name, served in gateway.listing().items():
+            if name not in self._tools:
+                self._tools[name] = self._upstream_tool(policies, name, served)
+                new.append(self._tools[name])
+        return new
+
+    def served(self) -> str:
+        """A digest of what a caller with no token is served: the names and what tools/list
+        shows of each. It changes exactly when the list the clients see changes."""
+        self.refresh()
+        parts = []
+        for name in sorted(self.listed(None)):
+            tool = self._tools[name]
+            hints = tool.annotations.model_dump() if tool.annotations else None
+            parts.append([name, tool.title, tool.description, tool.parameters, hints])
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def listed(self, members: tuple[str, ...] | None) -> set[str]:
         """The tools a caller sees: everything but upstream tools not served, and tools
@@ -176,7 +211,7 @@ class ToolTable:
         shown = set()
         for name in self._tools:
             owner = policies.tool_owner(name)
-            if gateway and name in gateway.tools and gateway.owner(policies, name) is None:
+            if gateway and gateway.is_upstream(name) and gateway.owner(policies, name) is None:
                 continue
             if members and owner is not None and owner.id not in bound:
                 continue
@@ -450,8 +485,6 @@ _OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
 
 
 def _json_text(data: Mapping[str, Any]) -> list[TextContent]:
-    import json
-
     return [TextContent(type="text", text=json.dumps(data, ensure_ascii=False))]
 
 
