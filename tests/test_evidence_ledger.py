@@ -91,6 +91,44 @@ def test_urls_are_members_in_normal_form(ledger: Ledger, url: str, found: bool) 
     assert bool(session.by_url(url)) is found
 
 
+TEXT_URLS = [
+    # (title, snippet, URL asked for, found) — URLs written in the text count as returned
+    (
+        "庖丁解牛",
+        "见 https://kb.example.net/zz/Yangsheng。",
+        "https://kb.example.net/zz/yangsheng",
+        False,
+    ),
+    (
+        "庖丁解牛",
+        "见 https://kb.example.net/zz/Yangsheng。",
+        "https://kb.example.net/zz/Yangsheng/",
+        True,
+    ),
+    (
+        "庖丁解牛",
+        "见ｈｔｔｐｓ：／／kb.example.net/zz/Yangsheng，",
+        "https://kb.example.net/zz/Yangsheng",
+        True,
+    ),
+    ("Cook Ding", "see (https://kb.example.net/en/Ding).", "https://kb.example.net/en/Ding", True),
+    ("Cook Ding", "no link here", "https://kb.example.net/en/Ding", False),
+]
+
+
+@pytest.mark.parametrize(("title", "snippet", "url", "found"), TEXT_URLS)
+def test_urls_in_the_text_are_found_every_time_they_are_recorded(
+    title: str, snippet: str, url: str, found: bool
+) -> None:
+    """A URL in a title or snippet (full-width punctuation too) is found in normal form; the
+    same hit recorded again (its URLs now cached) is indexed again, in every session."""
+    led, hit = Ledger(), Evidence(id="kb:zz-1", title=title, snippet=snippet)
+    for session, times in (("w1", 1), ("w1", 2), ("w2", 1)):
+        led.record(session, "lingzhi", "search_knowledge", {}, [hit])
+        assert led.session(session).has_url(url) is found
+        assert len(led.session(session).by_url(url)) == (times if found else 0)
+
+
 def test_work_evidence_is_per_session(ledger: Ledger) -> None:
     """A member's work backs claims only in the session that recorded it."""
     ledger.record("w2", "lingflow", "generate_audit_report", {"version": "v2.4"}, [])

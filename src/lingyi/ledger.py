@@ -149,7 +149,7 @@ class SessionLedger:
             self.by_id[item.key] = item
             if _SHA.fullmatch(item.key):  # a commit may be cited by a short SHA
                 self._hex_prefix.setdefault(item.key[:7], []).append(item.key)
-            for url in {normalize_url(u) for u in _urls_of(evidence)}:
+            for url in evidence_urls(evidence.url, evidence.title, evidence.snippet):
                 self.urls.add(url)
                 self._by_url.setdefault(url, []).append(item)
             for term in item.index_terms():
@@ -222,10 +222,18 @@ class SessionLedger:
                 yield from entry.evidence
 
 
-def _urls_of(evidence: Evidence) -> list[str]:
-    """The URL a tool returned with the evidence, and any written in its text."""
-    urls = [evidence.url] if evidence.url else []
-    return urls + extract_urls(canonical(f"{evidence.title} {evidence.snippet}").cased)
+@lru_cache(maxsize=4096)
+def evidence_urls(url: str | None, title: str, snippet: str) -> tuple[str, ...]:
+    """The URLs an evidence item is found by, normalised and each once: the one the tool
+    returned with it, and any written in its title or snippet.
+
+    Cached like :func:`text_terms`: a busy session records the same knowledge-base hits again
+    and again (and a trimmed session re-adds what it keeps), and the extraction and the URL
+    parsing were a third of recording one (measured in ``benchmarks/bench_ledger.py``).
+    """
+    found = [url] if url else []
+    found += extract_urls(canonical(f"{title} {snippet}").cased)
+    return tuple(dict.fromkeys(normalize_url(u) for u in found))
 
 
 _EMPTY = SessionLedger()
