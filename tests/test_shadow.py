@@ -357,6 +357,46 @@ def test_entries_inherit_their_files_mode_and_may_override_it(tmp_path: Path) ->
     assert scope and not any(e.shadow for e in scope)
 
 
+# 灵知's file in shadow: its medical boundary (its own entry replacing the shared one) still
+# blocks medical advice, zh and en, and its look-alikes still pass; 灵知's own checks of
+# other names (domain.scope on a search outside the nine domains) only say what they would do.
+FACT = ("--type", "fact", "--content")
+SEARCH = ("--tool", "search_knowledge", "--args")
+SHADOWED_LINGZHI = [
+    ((*FACT, "失眠吃什么药效果最好？"), "rejected", None),
+    ((*FACT, "What should I take for my insomnia, and how much?"), "rejected", None),
+    ((*SEARCH, '{"query": "头痛吃什么药"}'), "rejected", "rejected"),  # both
+    ((*FACT, "治大国若烹小鲜出自《道德经》第六十章。"), "approved", None),
+    ((*FACT, "The Laozi compares governing a state to cooking a small fish."), "approved", None),
+    ((*SEARCH, '{"query": "比特币明天会涨吗"}'), "approved", "rejected"),
+    ((*SEARCH, '{"query": "best stock to buy tomorrow"}'), "approved", "rejected"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "decision", "would"), SHADOWED_LINGZHI)
+def test_a_member_file_in_shadow_keeps_its_replacement_of_a_shared_check_enforcing(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    decision: str,
+    would: str | None,
+) -> None:
+    """A member file put in shadow does not put its replacement of a shared check in shadow
+    (灵知 disables the shared medical boundary and runs its own): medical advice is still
+    rejected, the classics still pass; its other own checks are in shadow and only say what
+    they would have decided. Only an entry's own ``mode = "shadow"`` shadows the boundary."""
+    folder = policy_folder(tmp_path, "lingzhi-shadow", {})
+    path = folder / "lingzhi.toml"
+    path.write_text('mode = "shadow"\n' + path.read_text(encoding="utf-8"), encoding="utf-8")
+    entries = load_policies(folder).members["lingzhi"].checks
+    assert [e.shadow for e in entries if e.check == "boundary.medical"] == [False]
+    config = config_for(tmp_path, "lingzhi-shadow", folder)
+    verify = ["verify", "--member", "lingzhi", *args, "--json"]
+    line = json.loads(run(config, tmp_path / "log.jsonl", capsys, *verify))
+    assert line["decision"] == decision, line["reason"]
+    assert (line.get("shadow") or {}).get("decision") == would
+
+
 def test_a_reload_that_puts_a_shared_check_in_shadow_is_a_weakening(tmp_path: Path) -> None:
     """While the server runs, moving a shared check to shadow softens it like on_fail = warn:
     the reload is refused, naming the file (a restart applies it on purpose)."""

@@ -288,7 +288,7 @@ class _Loader:
         for i, entry in enumerate(common.checks):
             self.shared.setdefault(entry.check, str(path))
             self._shared_entries.append((path, i, entry))
-        return _attach(_moded(common.checks, common.mode), params)
+        return _attach(_moded(common.checks, common.mode, set()), params)
 
     def _member(self, path: Path, common: list[CheckEntry]) -> MemberPolicy | None:
         data = self._read(path)
@@ -317,13 +317,17 @@ class _Loader:
             description=raw.description,
             language=raw.language,
             tools=raw.tools,
-            checks=shared + _attach(_moded(raw.checks, raw.mode), params),
+            checks=shared + _attach(_moded(raw.checks, raw.mode, self._replaced(raw)), params),
             source=str(path),
             disabled=list(raw.disable),
             judge=judge + self._shared_judge,
             signals=raw.signals,
             intents=raw.intents,
         )
+
+    def _replaced(self, raw: _MemberFile) -> set[str]:
+        """The shared checks this member disables and runs an entry of its own for instead."""
+        return {name for name in raw.disable if name in self.shared}
 
     def _check_params(self, data: dict[str, Any], path: Path) -> dict[int, CheckParams]:
         """Each check entry's parameters, validated by its check (on the raw data, so that a
@@ -424,10 +428,16 @@ def _attach(entries: list[CheckEntry], params: dict[int, CheckParams]) -> list[C
     return entries
 
 
-def _moded(entries: list[CheckEntry], mode: Mode) -> list[CheckEntry]:
-    """Each entry with its mode settled: its own ``mode``, else its file's."""
+def _moded(entries: list[CheckEntry], mode: Mode, replaced: set[str]) -> list[CheckEntry]:
+    """Each entry with its mode settled: its own ``mode``, else its file's.
+
+    A member's entry that replaces a shared check (灵知's medical boundary) does not take its
+    file's shadow: putting a file in shadow to try a stricter policy must not quietly stop a
+    shared check from blocking; only the entry's own ``mode = "shadow"`` does that.
+    """
     for entry in entries:
-        entry.mode = entry.mode or mode
+        inherited: Mode = "enforce" if entry.check in replaced else mode
+        entry.mode = entry.mode or inherited
     return entries
 
 
