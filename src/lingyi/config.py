@@ -293,8 +293,21 @@ class ApprovalsSection(_Strict):
         "false: always answer with a pending approval id.",
     )
     elicit_timeout_s: float = Field(
-        300.0, gt=0, description="Longest wait for the answer to an elicitation; then refused."
+        300.0,
+        gt=0,
+        description="Longest wait for the answer to an elicitation; then refused. At most ttl_s.",
     )
+
+    @model_validator(mode="after")
+    def _answer_before_expiry(self) -> ApprovalsSection:
+        # The gate records the person's answer against the request it asked about; a wait
+        # longer than the request lives would let an answer approve an expired request.
+        if self.elicit_timeout_s > self.ttl_s:
+            raise ValueError(
+                f"elicit_timeout_s ({self.elicit_timeout_s:g}) must not exceed ttl_s "
+                f"({self.ttl_s:g}): an answer would come after its request expired"
+            )
+        return self
 
 
 class ModelPrice(_Strict):
