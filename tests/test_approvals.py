@@ -467,22 +467,25 @@ def test_approvers_must_name_configured_tokens(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("section", "loads"),
+    ("section", "wait"),
     [
-        ("ttl_s = 60\nelicit_timeout_s = 120\n", False),  # the answer would outlive the request
-        ("elicit_timeout_s = 1000\n", False),  # past the default ttl_s of 900
-        ("ttl_s = 60\nelicit_timeout_s = 60\n", True),
-        ("ttl_s = 3600\nelicit_timeout_s = 600\n", True),
+        ("ttl_s = 60\nelicit_timeout_s = 120\n", None),  # the answer would outlive the request
+        ("elicit_timeout_s = 1000\n", None),  # past the default ttl_s of 900
+        ("ttl_s = 60\nelicit_timeout_s = 60\n", 60.0),
+        ("ttl_s = 3600\nelicit_timeout_s = 600\n", 600.0),
+        ("ttl_s = 30\n", 30.0),  # the default wait (300) shortened to the request's life
+        ("ttl_s = 3600\n", 300.0),
     ],
 )
 def test_an_elicitation_may_not_wait_longer_than_its_request_lives(
-    tmp_path: Path, section: str, loads: bool
+    tmp_path: Path, section: str, wait: float | None
 ) -> None:
-    """[approvals] elicit_timeout_s above ttl_s is a config error naming both keys, so a
-    person's late answer can never approve a request that expired while it was asked."""
+    """[approvals] elicit_timeout_s set above ttl_s is a config error naming both keys, and
+    the default wait is shortened to ttl_s, so a person's late answer can never approve a
+    request that expired while it was asked."""
     dep = approval_deployment(tmp_path / "d", "en", "\n[approvals]\n" + section)
-    if loads:
-        assert load_config(dep.config_path).raw.approvals.elicit_timeout_s <= 3600
+    if wait is not None:
+        assert load_config(dep.config_path).raw.approvals.elicit_timeout_s == wait
         return
     with pytest.raises(ConfigError, match=r"approvals.*elicit_timeout_s.*must not exceed ttl_s"):
         load_config(dep.config_path)

@@ -295,19 +295,23 @@ class ApprovalsSection(_Strict):
     elicit_timeout_s: float = Field(
         300.0,
         gt=0,
-        description="Longest wait for the answer to an elicitation; then refused. At most ttl_s.",
+        description="Longest wait for the answer to an elicitation; then refused. At most "
+        "ttl_s (unset: 300 or ttl_s, whichever is shorter).",
     )
 
     @model_validator(mode="after")
     def _answer_before_expiry(self) -> ApprovalsSection:
         # The gate records the person's answer against the request it asked about; a wait
         # longer than the request lives would let an answer approve an expired request.
-        if self.elicit_timeout_s > self.ttl_s:
-            raise ValueError(
-                f"elicit_timeout_s ({self.elicit_timeout_s:g}) must not exceed ttl_s "
-                f"({self.ttl_s:g}): an answer would come after its request expired"
-            )
-        return self
+        if self.elicit_timeout_s <= self.ttl_s:
+            return self
+        if "elicit_timeout_s" not in self.model_fields_set:
+            self.elicit_timeout_s = self.ttl_s  # the default, shortened to fit
+            return self
+        raise ValueError(
+            f"elicit_timeout_s ({self.elicit_timeout_s:g}) must not exceed ttl_s "
+            f"({self.ttl_s:g}): an answer would come after its request expired"
+        )
 
 
 class ModelPrice(_Strict):
