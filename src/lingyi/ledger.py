@@ -260,12 +260,12 @@ class SessionLedger:
         Rare terms are looked at first and at most ``budget`` postings in all, so that the
         cost stays flat however large the session grows.
         """
-        lists = [
-            postings[t]
+        lists = [  # one lookup per term: the writer may forget a term meanwhile (no lock)
+            posting
             for tool in tools
             if (postings := self._postings.get(tool))
             for t in set(terms)
-            if t in postings
+            if (posting := postings.get(t))
         ]
         score: dict[int, int] = {}
         found: dict[int, Item] = {}
