@@ -8,10 +8,12 @@ server's worker thread does. Then times each stage on its own, interleaved call 
 - ``verify``: ``ConstraintLayer.verify`` alone;
 - ``record``: building the log record and ``VerificationLog.append``;
 - ``search``: the knowledge-base call alone (what a bare server does);
+- ``ledger``: recording the search's hits as the session's evidence (``Ledger.record``, one
+  session growing past ``max_entries``, so forgetting is in it);
 - ``reply``: the verdict and the tool result made into a ``CallToolResult``;
 - ``run_tool``: all of it, as the worker thread runs it.
 
-Thread CPU time, median and p99 in µs. ``--profile`` prints the top of a cProfile of
+Thread CPU time, median, mean and p99 in µs. ``--profile`` prints the top of a cProfile of
 ``run_tool`` (cumulative), to find what to cut. No assertions.
 
     .venv/bin/python benchmarks/profile_hot_path.py [--calls 2000] [--profile]
@@ -61,6 +63,10 @@ def stages(app: GuardApp) -> dict[str, Callable[[int], Any]]:
         a = assertion(i)
         log.append(verification_record(a, verified, "server", owner.id))
 
+    def ledger(i: int) -> None:
+        _, evidence = found
+        app.ledger.record("ledger", owner.id, "search_knowledge", {"query": "q"}, evidence)
+
     def reply(i: int) -> None:
         hits, _ = found
         success(Guarded(verdict=verdict_of(verified, owner.id, "original"), result=hits))
@@ -71,6 +77,7 @@ def stages(app: GuardApp) -> dict[str, Callable[[int], Any]]:
         "verify": lambda i: layer.verify(assertion(i), app.ledger),
         "record": record,
         "search": lambda i: search(Run(app, owner, {"query": QUERIES[i % len(QUERIES)]})),
+        "ledger": ledger,
         "reply": reply,
         "run_tool": lambda i: app.run_tool(
             caller, "search_knowledge", {"query": QUERIES[i % len(QUERIES)]}, search
@@ -89,8 +96,11 @@ def timed(steps: dict[str, Callable[[int], Any]], calls: int) -> dict[str, list[
 
 
 def report(times: dict[str, list[float]]) -> str:
-    rows = [f"{'stage':<10} {'median µs':>10} {'p99 µs':>9}"]
-    rows += [f"{n:<10} {statistics.median(v):>10.1f} {p99(v):>9.1f}" for n, v in times.items()]
+    rows = [f"{'stage':<10} {'median µs':>10} {'mean µs':>9} {'p99 µs':>9}"]
+    rows += [
+        f"{n:<10} {statistics.median(v):>10.1f} {statistics.mean(v):>9.1f} {p99(v):>9.1f}"
+        for n, v in times.items()
+    ]
     return "\n".join(rows)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from lingyi.council import MemoryCouncil
 from lingyi.layer import ConstraintLayer
-from lingyi.ledger import Ledger, text_terms
+from lingyi.ledger import Item, Ledger, LedgerEntry, LedgerLimits, SessionLedger, text_terms
 from lingyi.log import VerificationLog, verify_log
 from lingyi.log.chain import canonical
 from lingyi.log.writer import _LINK
@@ -94,9 +94,7 @@ def test_bigrams_are_those_of_the_definition() -> None:
 
 def test_ledger_terms_are_cached_but_found_the_same() -> None:
     """An evidence text's terms are computed once, and a session finds the item by them,
-    also after its older half was trimmed away and the rest re-indexed."""
-    from lingyi.ledger import LedgerLimits
-
+    also after its oldest entries were forgotten."""
     ledger = Ledger(LedgerLimits(max_entries=4))
     hit = Evidence(id="kb:qg-1", title="气功源流", snippet="Qigong history, 1,200 years")
     for i in range(9):
@@ -233,3 +231,79 @@ def test_checks_with_nothing_to_read_decide_as_their_full_reading(
     shortcut = _verdicts(policies, assertions)
     monkeypatch.setattr(_registry, "SHORTCUTS", False)
     assert shortcut == _verdicts(policies, assertions)
+
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _random_entry(rng: random.Random, i: int) -> LedgerEntry:
+    """Entries that share ids, URLs, terms, members, tools and a commit's short SHA."""
+    tool = rng.choice(["search_knowledge", "run_analysis", "git_log"])
+    evidence = [
+        Evidence(
+            id=rng.choice([f"kb:{rng.randint(0, 30)}", SHA, SHA[:39] + str(rng.randint(0, 9))]),
+            title=rng.choice(["气功源流", "太极拳", "论语 学而"]) + f" {rng.randint(0, 5)}",
+            snippet=rng.choice(["see https://kb.example/a", "1,200 years", "庄子逍遥游"]),
+            url=rng.choice([None, f"https://kb.example/{rng.randint(0, 4)}"]),
+        )
+        for _ in range(rng.randint(0, 3))
+    ]
+    return LedgerEntry("s", rng.choice(["lingzhi", "lingtong"]), tool, {"n": i}, evidence)
+
+
+def _view(session: SessionLedger) -> dict[str, object]:
+    """Every index of a session, items named by (entry, evidence id): comparable across two
+    sessions holding the same entries."""
+
+    def name(item: Item) -> tuple[int, str]:
+        return id(item.entry), item.evidence.id
+
+    return {
+        "entries": [id(e) for e in session.entries],
+        "by_id": {k: name(v) for k, v in session.by_id.items()},
+        "urls": session.urls,
+        "by_url": {u: [name(i) for i in v] for u, v in session._by_url.items()},
+        "by_member": {m: [id(e) for e in v] for m, v in session._by_member.items()},
+        "by_tool": session._by_tool,
+        "postings": {
+            t: {term: [name(i) for i in d] for term, d in p.items()}
+            for t, p in session._postings.items()
+        },
+        "hex_prefix": session._hex_prefix,
+        "found": [name(i) for i in session.related(["气功", "太极拳", "years"], session.tools())],
+        "short_sha": session.get(SHA[:9]) and name(session.get(SHA[:9])),  # type: ignore[arg-type]
+    }
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_forgetting_in_place_holds_what_a_rebuild_would(seed: int) -> None:
+    """A session forgets its oldest entries in place (no rebuild): every index then holds
+    exactly what a session built from the newer entries alone holds, whatever ids, URLs,
+    terms, members and tools the forgotten entries shared with the kept ones."""
+    rng = random.Random(seed)
+    session = SessionLedger()
+    for i in range(300):
+        session.add(_random_entry(rng, i))
+        if rng.random() < 0.3:
+            session.forget(rng.randint(1, 4))
+        rebuilt = SessionLedger()
+        for entry in session.entries:
+            rebuilt.add(entry)
+        assert _view(session) == _view(rebuilt)
+    session.forget(len(session.entries))
+    assert _view(session) == _view(SessionLedger())
+
+
+def test_a_full_session_forgets_its_oldest_one_by_one() -> None:
+    """Once full, each new tool result makes a session forget its oldest one: it keeps the
+    newest ``max_entries``, every one counted, and what kinds keep per session stays."""
+    ledger = Ledger(LedgerLimits(max_entries=10))
+    ledger.open("s").state["note"] = 1
+    for i in range(25):
+        hit = Evidence(id=f"kb:{i}", title=f"气功 {i}", snippet="s")
+        ledger.record("s", "lingzhi", "search_knowledge", {"query": "q"}, [hit])
+    session = ledger.session("s")
+    assert [e.evidence[0].id for e in session.entries] == [f"kb:{i}" for i in range(15, 25)]
+    assert not session.has("kb:14") and session.has("kb:15")
+    assert ledger.stats()["entries_forgotten"]["max_entries"] == 15
+    assert session.state == {"note": 1}

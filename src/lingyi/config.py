@@ -139,7 +139,7 @@ class LedgerSection(_Strict):
     max_entries: int = Field(
         1000,
         ge=1,
-        description="Tool results kept per session at most; when full, the older half is forgotten (and counted).",
+        description="Tool results kept per session at most; when full, each new one makes the session forget its oldest (counted).",
     )
     max_age_s: float = Field(
         86400.0,

@@ -10,7 +10,7 @@ by their normal form, entries by member, and evidence by the terms and numbers i
 (bounded posting lists per tool, newest first).
 
 Bounded (:class:`LedgerLimits`, from the config's ``[ledger]``): a session keeps at most
-``max_entries`` tool results (when full, it forgets the older half), none older than
+``max_entries`` tool results (when full, each new one makes it forget the oldest), none older than
 ``max_age_s``; a session is dropped when its client ends it (:meth:`Ledger.drop`), after
 ``idle_s`` without a call, or, beyond ``max_sessions``, the one idle longest. Everything
 forgotten is counted (:meth:`Ledger.stats`). A ledger without limits (replay, the CLI) keeps
@@ -106,7 +106,14 @@ class Item:
 
     def index_terms(self) -> frozenset[str]:
         """What the item can be found by: bigrams, words and number values, and its id."""
-        return text_terms(self.text) | {self.key}
+        return item_terms(self.text, self.key)
+
+
+@lru_cache(maxsize=4096)
+def item_terms(text: str, key: str) -> frozenset[str]:
+    """An item's index terms, cached like :func:`text_terms`: the union is a copy of a few
+    hundred terms, made when the item is recorded and again when it is forgotten."""
+    return text_terms(text) | {key}
 
 
 @lru_cache(maxsize=4096)
@@ -134,6 +141,8 @@ class SessionLedger:
         self._postings: dict[str, dict[str, deque[Item]]] = {}
         self._seq = 0
         self._hex_prefix: dict[str, list[str]] = {}  # first 7 hex digits → full ids
+        self._items: dict[LedgerEntry, tuple[Item, ...]] = {}  # each entry's, to forget them
+        self._entries_of: Counter[str] = Counter()  # tool → entries held
         # What kinds of input keep per session (a conclusion's revisions, an answer's attempts,
         # a task's calls): small counters and notes, dropped with the session.
         self.state: dict[str, Any] = {}
@@ -142,10 +151,13 @@ class SessionLedger:
         self.entries.append(entry)
         self._by_member.setdefault(entry.member, []).append(entry)
         self._by_tool[entry.tool] = self._by_tool.get(entry.tool, 0) + len(entry.evidence)
+        self._entries_of[entry.tool] += 1
         postings = self._postings.setdefault(entry.tool, {})
+        items = []
         for evidence in entry.evidence:
             self._seq += 1
             item = Item(evidence, entry, evidence_key(evidence.id), self._seq)
+            items.append(item)
             self.by_id[item.key] = item
             if _SHA.fullmatch(item.key):  # a commit may be cited by a short SHA
                 self._hex_prefix.setdefault(item.key[:7], []).append(item.key)
@@ -157,6 +169,58 @@ class SessionLedger:
                 if (posting := postings.get(term)) is None:
                     posting = postings[term] = deque(maxlen=POSTINGS)
                 posting.appendleft(item)
+        self._items[entry] = tuple(items)
+
+    def forget(self, count: int) -> None:
+        """Forget the oldest ``count`` entries from every index, in place: what a rebuild from
+        the newer entries would hold, without re-adding them (no call pays a rebuild).
+
+        Readers take no lock: lists they may be reading are replaced, never cut; a posting
+        loses its oldest items from its end (read whole, with ``tuple``, in one step).
+        """
+        old, self.entries = self.entries[:count], self.entries[count:]
+        for entry in old:
+            self._forget_entry(entry)
+
+    def _forget_entry(self, entry: LedgerEntry) -> None:
+        member = self._by_member[entry.member][1:]  # the oldest of the member's entries
+        self._set_or_drop(self._by_member, entry.member, member)
+        postings = self._postings[entry.tool]
+        for item in self._items.pop(entry):
+            self._forget_item(item, postings)
+        self._entries_of[entry.tool] -= 1
+        self._by_tool[entry.tool] -= len(entry.evidence)
+        if not self._entries_of[entry.tool]:  # no entry of the tool is left
+            del self._entries_of[entry.tool], self._by_tool[entry.tool]
+            del self._postings[entry.tool]
+
+    def _forget_item(self, item: Item, postings: dict[str, deque[Item]]) -> None:
+        if self.by_id.get(item.key) is item:  # else a newer item holds the id
+            del self.by_id[item.key]
+        if _SHA.fullmatch(item.key):
+            short = list(self._hex_prefix[item.key[:7]])
+            short.remove(item.key)  # the first: the oldest
+            self._set_or_drop(self._hex_prefix, item.key[:7], short)
+        ev = item.evidence
+        for url in evidence_urls(ev.url, ev.title, ev.snippet):
+            held = self._by_url[url]  # oldest first: the item is the first
+            kept = held[1:] if held[0] is item else [i for i in held if i is not item]
+            self._set_or_drop(self._by_url, url, kept)
+            if url not in self._by_url:
+                self.urls.discard(url)
+        for term in item.index_terms():
+            posting = postings.get(term)
+            if posting and posting[-1] is item:  # else newer items pushed it out already
+                posting.pop()
+                if not posting:
+                    del postings[term]
+
+    @staticmethod
+    def _set_or_drop(index: dict[str, Any], key: str, values: list[Any]) -> None:
+        if values:
+            index[key] = values
+        else:
+            del index[key]
 
     def has(self, evidence_id: str) -> bool:
         return self.get(evidence_id) is not None
@@ -196,12 +260,12 @@ class SessionLedger:
         Rare terms are looked at first and at most ``budget`` postings in all, so that the
         cost stays flat however large the session grows.
         """
-        lists = [
-            postings[t]
+        lists = [  # one lookup per term: the writer may forget a term meanwhile (no lock)
+            posting
             for tool in tools
             if (postings := self._postings.get(tool))
             for t in set(terms)
-            if t in postings
+            if (posting := postings.get(t))
         ]
         score: dict[int, int] = {}
         found: dict[int, Item] = {}
@@ -361,25 +425,18 @@ class Ledger:
         self._used.move_to_end(session)
 
     def _trim(self, session: str, now: float) -> None:
-        """Forget the session's entries beyond ``max_entries`` and older than ``max_age_s``;
-        rebuilt through ``add`` so that every index the session keeps stays consistent."""
+        """Forget the session's entries beyond ``max_entries`` (the oldest, one per record
+        once full) and those older than ``max_age_s``, in place (:meth:`SessionLedger.forget`)."""
         stamps = self._stamps.get(session, [])
         held, cut = len(stamps), self._expired(stamps, now)
-        keep, limit = held, self.limits.max_entries
-        if limit is not None and held > limit:
-            # Forget the older half: the rebuild (every add again) then runs once per half of
-            # the limit, about one add per record, instead of a full rebuild per record.
-            keep = max(1, limit // 2)
-        start = max(cut, held - keep)
-        if start == 0:
+        limit = self.limits.max_entries
+        start = max(cut, held - limit) if limit is not None else cut
+        if start <= 0:
             return
         self.counts["entry.max_age"] += cut
         self.counts["entry.max_entries"] += start - cut
-        old, fresh = self._sessions[session], SessionLedger()
-        fresh.state = old.state  # what kinds keep per session outlives the evidence trimmed
-        for entry in old.entries[start:]:
-            fresh.add(entry)
-        self._sessions[session], self._stamps[session] = fresh, stamps[start:]
+        self._sessions[session].forget(start)
+        del stamps[:start]
 
     def _expired(self, stamps: list[float], now: float) -> int:
         """How many of the oldest entries are older than ``max_age_s`` (stamps are in order)."""
