@@ -30,6 +30,9 @@ ON_DEMAND = ("git", "anthropic", "markdown_it", "opentelemetry", "google")
 # OpenTelemetry API are not here: the SDK's own server modules import them, for a bare server
 # just the same; our telemetry's SDK and exporter are "google" — protobuf — and beyond.)
 NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "google")
+# Not loaded by verify, replay and log unless something is logged (nothing is, here): structlog
+# and the asyncio its package imports (lingyi._logging loads it with the first event).
+LOGGING = ("structlog", "asyncio")
 TRANSCRIPT = ROOT / "examples" / "eval" / "eval-boundary.jsonl"  # no git tool: no GitPython
 
 PROBE = """
@@ -80,11 +83,14 @@ def test_cli_commands_do_not_load_the_server_stack(
     """verify (facts and tool calls, approved and rejected, zh and en), replay, stats, report
     and log run without importing the MCP SDK, Starlette, uvicorn, httpx, GitPython (no git
     tool is involved), the judge's client, markdown-it (no answer is verified) or OpenTelemetry
-    (telemetry is off)."""
+    (telemetry is off); verify, replay and log run without structlog and asyncio (nothing is
+    logged)."""
     out = str(tmp_path / "reports")
     code, loaded = loaded_by("--config", config, *(a.replace("{tmp}", out) for a in args))
     assert code in (0, 1), args  # approved or rejected: the command itself ran
     assert sorted(loaded & {*SERVER_STACK, *ON_DEMAND}) == []
+    if args[0] in ("verify", "replay", "log"):
+        assert sorted(loaded & set(LOGGING)) == []
 
 
 def test_serve_loads_the_server_stack_only_when_asked(config: str) -> None:
