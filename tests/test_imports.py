@@ -33,24 +33,29 @@ NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "googl
 # Not loaded by verify, replay and log unless something is logged (nothing is, here): structlog
 # and the asyncio its package imports (lingyi._logging loads it with the first event).
 LOGGING = ("structlog", "asyncio")
+# Not loaded by a verify of flags (no --context, --json or --answer): the replay modules, and
+# the knowledge base's term patterns stay uncompiled unless the KB is searched (checked apart).
+NOT_ON_VERIFY = ("lingyi.replay", "lingyi.cli.replay", "lingyi.cli.serve", "lingyi.server")
 TRANSCRIPT = ROOT / "examples" / "eval" / "eval-boundary.jsonl"  # no git tool: no GitPython
 
 PROBE = """
 import json, sys
 from lingyi.cli import main
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules})}))
+top = sorted({m.split(".")[0] for m in sys.modules})
+print(json.dumps({"code": code, "loaded": top, "lingyi": sorted(m for m in sys.modules if m.startswith("lingyi."))}))
 """
 
 
 def loaded_by(*args: str) -> tuple[int, set[str]]:
-    """Run ``lingyi ARGS`` in a fresh interpreter: its exit code and top-level modules."""
+    """Run ``lingyi ARGS`` in a fresh interpreter: its exit code and top-level modules (and
+    lingyi's own modules, by their full names)."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120
     )
     last = done.stdout.strip().splitlines()[-1]
     report = json.loads(last)
-    return report["code"], set(report["loaded"])
+    return report["code"], set(report["loaded"]) | set(report["lingyi"])
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +89,15 @@ def test_cli_commands_do_not_load_the_server_stack(
     and log run without importing the MCP SDK, Starlette, uvicorn, httpx, GitPython (no git
     tool is involved), the judge's client, markdown-it (no answer is verified) or OpenTelemetry
     (telemetry is off); verify, replay and log run without structlog and asyncio (nothing is
-    logged)."""
+    logged); verify without the replay modules."""
     out = str(tmp_path / "reports")
     code, loaded = loaded_by("--config", config, *(a.replace("{tmp}", out) for a in args))
     assert code in (0, 1), args  # approved or rejected: the command itself ran
     assert sorted(loaded & {*SERVER_STACK, *ON_DEMAND}) == []
     if args[0] in ("verify", "replay", "log"):
         assert sorted(loaded & set(LOGGING)) == []
+    if args[0] == "verify":
+        assert sorted(loaded & set(NOT_ON_VERIFY)) == []
 
 
 def test_serve_loads_the_server_stack_only_when_asked(config: str) -> None:
