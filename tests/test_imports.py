@@ -144,3 +144,59 @@ def test_every_command_is_listed_and_runs_lazily() -> None:
 
     ctx = click.Context(cli)
     assert all(cli.get_command(ctx, name) is not None for name in TABLE)
+
+
+RECORDS_PROBE = """
+import json, sys
+from lingyi.cli import main
+code = main(sys.argv[1:])
+from lingyi.log import records
+names = ("VerificationRecord", "AppealRecord", "OutcomeRecord", "CheckEntry", "JudgeTrace")
+built = {n: getattr(records, n).__pydantic_complete__ for n in names}
+print(json.dumps({"code": code, "built": built}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "built"),
+    [
+        (["verify", "--member", "lingzhi", "--content", "庄子的逍遥游讲的是自由"], False),
+        (["verify", "--member", "lingzhi", "--content", "The KB has an article on qigong"], False),
+        (["log", "tail", "-n", "3", "--json"], False),
+        (["log", "query", "--decision", "rejected", "--json"], False),
+    ],
+    ids=["verify zh", "verify en", "log tail", "log query"],
+)
+def test_commands_that_validate_no_record_build_no_record_model(
+    config: str, args: list[str], built: bool
+) -> None:
+    """The log record models are built on first use (``defer_build``): a verify writes its
+    record as a dict and the log readers keep dicts, so none of them is built."""
+    done = subprocess.run(
+        [sys.executable, "-c", RECORDS_PROBE, "--config", config, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] in (0, 1), done.stderr
+    assert set(report["built"].values()) == {built}
+
+
+def test_a_record_model_is_built_and_validates_on_first_use() -> None:
+    """The other side: validating a record builds its model then, and it still rejects a
+    misspelt field (``extra = forbid``) and accepts a record of the first schema."""
+    code = (
+        "import json\nfrom pydantic import ValidationError\n"
+        "from lingyi.log.records import VerificationRecord, parse_record\n"
+        "before = VerificationRecord.__pydantic_complete__\n"
+        "rec = parse_record({'source': 'cli', 'session': 's', 'member': 'lingzhi',"
+        " 'type': 'fact', 'content': '庄子', 'decision': 'approved', 'reason': 'ok',"
+        " 'checks': [], 'latency_ms': 1.0, 'policy_version': 'v1'})\n"
+        "try:\n    VerificationRecord.model_validate({'kind': 'verification', 'membr': 'x'})\n"
+        "    forbidden = False\nexcept ValidationError:\n    forbidden = True\n"
+        "print(json.dumps([before, VerificationRecord.__pydantic_complete__, rec.member,"
+        " forbidden]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert json.loads(done.stdout.strip()) == [False, True, "lingzhi", True], done.stderr
