@@ -30,24 +30,32 @@ ON_DEMAND = ("git", "anthropic", "markdown_it", "opentelemetry", "google")
 # OpenTelemetry API are not here: the SDK's own server modules import them, for a bare server
 # just the same; our telemetry's SDK and exporter are "google" — protobuf — and beyond.)
 NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "google")
+# Not loaded by verify, replay and log unless something is logged (nothing is, here): structlog
+# and the asyncio its package imports (lingyi._logging loads it with the first event).
+LOGGING = ("structlog", "asyncio")
+# Not loaded by a verify of flags (no --context, --json or --answer): the replay modules, and
+# the knowledge base's term patterns stay uncompiled unless the KB is searched (checked apart).
+NOT_ON_VERIFY = ("lingyi.replay", "lingyi.cli.replay", "lingyi.cli.serve", "lingyi.server")
 TRANSCRIPT = ROOT / "examples" / "eval" / "eval-boundary.jsonl"  # no git tool: no GitPython
 
 PROBE = """
 import json, sys
 from lingyi.cli import main
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules})}))
+top = sorted({m.split(".")[0] for m in sys.modules})
+print(json.dumps({"code": code, "loaded": top, "lingyi": sorted(m for m in sys.modules if m.startswith("lingyi."))}))
 """
 
 
 def loaded_by(*args: str) -> tuple[int, set[str]]:
-    """Run ``lingyi ARGS`` in a fresh interpreter: its exit code and top-level modules."""
+    """Run ``lingyi ARGS`` in a fresh interpreter: its exit code and top-level modules (and
+    lingyi's own modules, by their full names)."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120
     )
     last = done.stdout.strip().splitlines()[-1]
     report = json.loads(last)
-    return report["code"], set(report["loaded"])
+    return report["code"], set(report["loaded"]) | set(report["lingyi"])
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +88,16 @@ def test_cli_commands_do_not_load_the_server_stack(
     """verify (facts and tool calls, approved and rejected, zh and en), replay, stats, report
     and log run without importing the MCP SDK, Starlette, uvicorn, httpx, GitPython (no git
     tool is involved), the judge's client, markdown-it (no answer is verified) or OpenTelemetry
-    (telemetry is off)."""
+    (telemetry is off); verify, replay and log run without structlog and asyncio (nothing is
+    logged); verify without the replay modules."""
     out = str(tmp_path / "reports")
     code, loaded = loaded_by("--config", config, *(a.replace("{tmp}", out) for a in args))
     assert code in (0, 1), args  # approved or rejected: the command itself ran
     assert sorted(loaded & {*SERVER_STACK, *ON_DEMAND}) == []
+    if args[0] in ("verify", "replay", "log"):
+        assert sorted(loaded & set(LOGGING)) == []
+    if args[0] == "verify":
+        assert sorted(loaded & set(NOT_ON_VERIFY)) == []
 
 
 def test_serve_loads_the_server_stack_only_when_asked(config: str) -> None:
@@ -131,3 +144,59 @@ def test_every_command_is_listed_and_runs_lazily() -> None:
 
     ctx = click.Context(cli)
     assert all(cli.get_command(ctx, name) is not None for name in TABLE)
+
+
+RECORDS_PROBE = """
+import json, sys
+from lingyi.cli import main
+code = main(sys.argv[1:])
+from lingyi.log import records
+names = ("VerificationRecord", "AppealRecord", "OutcomeRecord", "CheckEntry", "JudgeTrace")
+built = {n: getattr(records, n).__pydantic_complete__ for n in names}
+print(json.dumps({"code": code, "built": built}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "built"),
+    [
+        (["verify", "--member", "lingzhi", "--content", "庄子的逍遥游讲的是自由"], False),
+        (["verify", "--member", "lingzhi", "--content", "The KB has an article on qigong"], False),
+        (["log", "tail", "-n", "3", "--json"], False),
+        (["log", "query", "--decision", "rejected", "--json"], False),
+    ],
+    ids=["verify zh", "verify en", "log tail", "log query"],
+)
+def test_commands_that_validate_no_record_build_no_record_model(
+    config: str, args: list[str], built: bool
+) -> None:
+    """The log record models are built on first use (``defer_build``): a verify writes its
+    record as a dict and the log readers keep dicts, so none of them is built."""
+    done = subprocess.run(
+        [sys.executable, "-c", RECORDS_PROBE, "--config", config, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] in (0, 1), done.stderr
+    assert set(report["built"].values()) == {built}
+
+
+def test_a_record_model_is_built_and_validates_on_first_use() -> None:
+    """The other side: validating a record builds its model then, and it still rejects a
+    misspelt field (``extra = forbid``) and accepts a record of the first schema."""
+    code = (
+        "import json\nfrom pydantic import ValidationError\n"
+        "from lingyi.log.records import VerificationRecord, parse_record\n"
+        "before = VerificationRecord.__pydantic_complete__\n"
+        "rec = parse_record({'source': 'cli', 'session': 's', 'member': 'lingzhi',"
+        " 'type': 'fact', 'content': '庄子', 'decision': 'approved', 'reason': 'ok',"
+        " 'checks': [], 'latency_ms': 1.0, 'policy_version': 'v1'})\n"
+        "try:\n    VerificationRecord.model_validate({'kind': 'verification', 'membr': 'x'})\n"
+        "    forbidden = False\nexcept ValidationError:\n    forbidden = True\n"
+        "print(json.dumps([before, VerificationRecord.__pydantic_complete__, rec.member,"
+        " forbidden]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert json.loads(done.stdout.strip()) == [False, True, "lingzhi", True], done.stderr

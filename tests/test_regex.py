@@ -29,6 +29,7 @@ MODULES = [
     "lingyi.council",
     "lingyi.answers.markdown",
     "lingyi.conclusions.checks",
+    "lingyi.backends.kb.terms",
 ]
 
 

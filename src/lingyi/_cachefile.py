@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import structlog
+from lingyi._logging import get_logger
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 def user_cache(*parts: str) -> Path:

@@ -22,16 +22,16 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lingyi._ids import new_id, utc_now
 from lingyi._locks import FileMutex, lock_path
+from lingyi._logging import get_logger
 from lingyi._regex import lazy_re
 from lingyi.redact import redact_value
 from lingyi.text import arabic_numerals, canonical_text
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 class CouncilMessage(BaseModel):

@@ -23,11 +23,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol, TypedDict, TypeVar, Unpack
 
-import structlog
 from pydantic import BaseModel
 
 from lingyi import messages
 from lingyi._ids import new_id
+from lingyi._logging import get_logger
 from lingyi.checks import REGISTRY, CheckContext, CheckParams, Outcome
 from lingyi.checks._registry import CheckFunc, Services
 from lingyi.council import CouncilRecord
@@ -47,7 +47,7 @@ from lingyi.models import (
 )
 from lingyi.policy import CheckEntry, MemberPolicy, PolicySet, PolicyStore
 
-log = structlog.get_logger()
+log = get_logger()
 
 MANDATORY_TOOL_CHECKS = ("tool.owned", "tool.args_schema", "tool.path_allowed")
 CODE_BOUND = "auth.member_bound"

@@ -18,8 +18,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from lingyi._logging import get_logger
 from lingyi.models import Assertion, VerificationResult
 
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
     from lingyi.config import TelemetrySection
 
-log = structlog.get_logger()
+log = get_logger()
 
 SPAN_NAME = "lingyi.guard"
 SCOPE = "lingyi"  # the instrumentation scope of the spans

@@ -24,11 +24,12 @@ from typing import Any, Literal
 
 import anyio
 import anyio.from_thread
-import structlog
 from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from mcp_types.version import is_version_at_least
 
-log = structlog.get_logger()
+from lingyi._logging import get_logger
+
+log = get_logger()
 
 Action = Literal["accept", "decline", "cancel", "failed", "input_required"]
 KEY = "lingyi-approval"  # the key of our question in input_requests / input_responses

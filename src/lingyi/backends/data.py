@@ -27,9 +27,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Self
 from urllib.parse import urlsplit
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lingyi._logging import get_logger
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
 from lingyi.paths import PathOutsideRoots, resolve_inside
@@ -37,7 +37,7 @@ from lingyi.paths import PathOutsideRoots, resolve_inside
 if TYPE_CHECKING:  # the HTTP client loads when an http source is first fetched
     import httpx
 
-log = structlog.get_logger()
+log = get_logger()
 
 Format = Literal["csv", "json", "jsonl"]
 Kind = Literal["file", "http"]

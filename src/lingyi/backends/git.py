@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import git
-import structlog
 from git.db import GitCmdObjectDB
 from git.exc import BadName, GitError, InvalidGitRepositoryError, NoSuchPathError
 
+from lingyi._logging import get_logger
 from lingyi.backends.git_results import (
     AuditCommit,
     AuditReport,
@@ -43,7 +43,7 @@ from lingyi.backends.pin import PinError, PinnedDirs, pin
 from lingyi.errors import BackendError
 from lingyi.paths import PathOutsideRoots, resolve_inside
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _VERSION_RE = re.compile(r"v(\d+)\.(\d+)(?:\.(\d+))?")
 _NULL_SHA = "0" * 40

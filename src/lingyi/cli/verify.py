@@ -13,14 +13,12 @@ from pydantic import ValidationError
 
 from lingyi.cli import _complete
 from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, cli, entry, input_error, json_option
-from lingyi.cli.replay import transcript_lines
 from lingyi.council import MemoryCouncil
 from lingyi.errors import LingyiError
 from lingyi.guard import Guard, kb_lookup, open_kb
 from lingyi.kinds import kind_of
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, AssertionType, VerificationResult
-from lingyi.replay import Replayer, output_line
 
 TYPES = ("fact", "action", "communication")
 
@@ -104,6 +102,10 @@ def _ledger(app: App, guard: Guard, context: str | None) -> Ledger:
     """Empty, or filled by the transcript's events (and its council messages)."""
     if not context:
         return Ledger()
+    # Only with --context: one verify of flags or stdin does without the replay modules.
+    from lingyi.cli.replay import transcript_lines
+    from lingyi.replay import Replayer
+
     replayer = Replayer(guard)
     for error in replayer.preload(transcript_lines(context)):
         app.err(f"{context}:{error}")
@@ -217,6 +219,8 @@ def _arguments(text: str | None) -> dict[str, Any]:
 def json_line(result: VerificationResult, appeal: str) -> dict[str, Any]:
     """The replay contract's line, with the record id (``id`` too when the assertion had
     none) and the command that appeals it."""
+    from lingyi.replay import output_line  # the replay contract's line, for --json only
+
     line = output_line(result)
     line["id"] = result.assertion_id or result.id
     return {**line, "record_id": result.id, "appeal": appeal}

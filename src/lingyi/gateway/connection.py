@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 
 import anyio
 import httpx2
-import structlog
 from anyio.abc import TaskStatus
 from anyio.from_thread import BlockingPortal
 from mcp.client.session import ClientSession, IncomingMessage
@@ -25,10 +24,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, PaginatedRequestParams, Tool, ToolListChangedNotification
 
+from lingyi._logging import get_logger
 from lingyi.config import UpstreamEntry
 from lingyi.errors import BackendError
 
-log = structlog.get_logger()
+log = get_logger()
 T = TypeVar("T")
 
 

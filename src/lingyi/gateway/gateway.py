@@ -19,12 +19,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp_types import CallToolResult, TextContent, Tool
 from pydantic import BaseModel, Field
 
 from lingyi import messages
+from lingyi._logging import get_logger
 from lingyi.config import Config, UpstreamEntry
 from lingyi.gateway.audit import EMPTY, audit
 from lingyi.gateway.connection import Connection, UpstreamError
@@ -34,7 +34,7 @@ from lingyi.models import Evidence
 from lingyi.policy import MemberPolicy, PolicySet, ToolSpec, UnservedTool
 from lingyi.policy._model import Unserved
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 class UpstreamResult(BaseModel):

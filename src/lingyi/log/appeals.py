@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-import structlog
-
 from lingyi._locks import FileMutex
+from lingyi._logging import get_logger
 from lingyi.errors import LingyiError
 from lingyi.log.reader import read_log
 from lingyi.log.records import (
@@ -39,7 +38,7 @@ from lingyi.log.records import (
 )
 from lingyi.log.writer import LogOptions, VerificationLog
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class AppealError(LingyiError):

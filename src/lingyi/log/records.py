@@ -26,10 +26,16 @@ KINDS = ("verification", "appeal", "appeal_resolution", "key_rotation", "approva
 APPROVAL_EVENTS = ("requested", "approved", "refused", "expired", "used")
 OUTCOMES = ("upheld", "overturned")
 CALL_OUTCOMES = ("failed", "held", "refused")  # an ``outcome`` record's status (stable)
+# The writers build verification records as dicts (verification_record) and most commands
+# never validate one: each model is built on its first use (pydantic's defer_build), not at
+# import, which spares ``lingyi verify`` and ``lingyi serve`` building the 14 of them.
+_LAZY = ConfigDict(defer_build=True)
 
 
 class Truncation(BaseModel):
     """A value stored cut to the size limit: where it was, how big, and its hash."""
+
+    model_config = _LAZY
 
     field: str
     bytes: int
@@ -42,7 +48,8 @@ ENVELOPE = ("id", "v", "ts", "prev", "seq", "key_id", "hash", "truncated")
 class RecordModel(BaseModel):
     """Fields every record may carry; the envelope is filled in by the writer."""
 
-    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a new key
+    # A misspelt field is an error, not a new key; built on first use (see _LAZY).
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     id: str | None = None
     v: int | None = None
@@ -80,6 +87,8 @@ class KeyRotationRecord(RecordModel):
 class CheckEntry(BaseModel):
     """One check of a verification, as logged (``detail`` stays out: it can be large)."""
 
+    model_config = _LAZY
+
     stage: str
     code: str
     passed: bool
@@ -99,6 +108,8 @@ class CheckEntry(BaseModel):
 class ShadowEntry(BaseModel):
     """What a verification would have decided with its shadow checks enforcing."""
 
+    model_config = _LAZY
+
     decision: str
     codes: list[str] = Field(default_factory=list)
     reason: str = ""
@@ -107,7 +118,7 @@ class ShadowEntry(BaseModel):
 class JudgeCriterion(BaseModel):
     """One criterion of the rubric (the policy's wording) and the judge's verdict on it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     criterion: str
     passed: bool
@@ -116,7 +127,7 @@ class JudgeCriterion(BaseModel):
 class JudgeSignal(BaseModel):
     """One scored signal: the judge's score, the policy's threshold, and whether it passed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     signal: str
     score: float
@@ -136,7 +147,7 @@ class JudgeTrace(BaseModel):
     from the config's price table (``price_assumed``: the model was not in it).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     rule: str
     kind: str
@@ -194,6 +205,8 @@ class Subject(BaseModel):
     With it, stats attribute appeals per member and code in one pass without keeping every
     verification in memory.
     """
+
+    model_config = _LAZY
 
     ts: str | None = None
     member: str | None = None

@@ -17,8 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import structlog
-
+from lingyi._logging import get_logger
 from lingyi.errors import PolicyError
 from lingyi.models import AssertionType, OnFail, Stage
 from lingyi.policy._judge_weakening import STRENGTH as _STRENGTH
@@ -26,7 +25,7 @@ from lingyi.policy._judge_weakening import Case, cases, judge_weakenings
 from lingyi.policy._load import ignored_reason, load_policies
 from lingyi.policy._model import MemberPolicy, PolicySet
 
-log = structlog.get_logger()
+log = get_logger()
 
 _RESTART = "refused: the last good policies stay (restart the server to apply it on purpose)"
 

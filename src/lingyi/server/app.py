@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import anyio
-import structlog
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -37,6 +36,7 @@ from pydantic import BaseModel
 
 from lingyi import messages
 from lingyi._ids import new_id
+from lingyi._logging import get_logger
 from lingyi.backends.data import DataRegistry, DataSource
 from lingyi.backends.kb import KnowledgeBase
 from lingyi.backends.traces import TraceBackend
@@ -70,7 +70,7 @@ from lingyi.server.wire import (
     verdict_of,
 )
 
-log = structlog.get_logger()
+log = get_logger()
 
 SOURCE = "server"
 NO_OWNER = "(no owner)"  # the member of a call to a tool no policy owns: member.known rejects it

@@ -13,15 +13,15 @@ from __future__ import annotations
 import hmac
 import ipaddress
 
-import structlog
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 
+from lingyi._logging import get_logger
 from lingyi.config import Config, TokenEntry
 from lingyi.models import Principal
 
-log = structlog.get_logger()
+log = get_logger()
 
 
 class StaticTokens:

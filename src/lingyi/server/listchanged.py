@@ -25,7 +25,6 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-import structlog
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
@@ -33,7 +32,9 @@ from mcp.server.subscriptions import SubscriptionBus
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-log = structlog.get_logger()
+from lingyi._logging import get_logger
+
+log = get_logger()
 LIST_CHANGED = "notifications/tools/list_changed"
 
 

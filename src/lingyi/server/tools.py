@@ -26,13 +26,13 @@ from dataclasses import asdict
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
 from lingyi import approvals
+from lingyi._logging import get_logger
 from lingyi.approvals.tool import ApprovalAnswer, approve_tool
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import BackendError, ConfigError, LingyiError, LogError
@@ -68,7 +68,7 @@ from lingyi.server.wire import (
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
-log = structlog.get_logger()
+log = get_logger()
 
 GUARD_NOTE = (
     "Guarded by LingYi Guard: verified before it runs and logged. A rejection returns an "

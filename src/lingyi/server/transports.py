@@ -13,9 +13,9 @@ import signal
 import sys
 
 import anyio
-import structlog
 from starlette.applications import Starlette
 
+from lingyi._logging import get_logger
 from lingyi.config import Config
 from lingyi.errors import ConfigError
 from lingyi.server.app import GuardApp
@@ -23,7 +23,7 @@ from lingyi.server.auth import StaticTokens, is_loopback, transport_security
 from lingyi.server.build import GuardServer, build_server
 from lingyi.server.sessions import EndedSessions
 
-log = structlog.get_logger()
+log = get_logger()
 
 DRAIN_TIMEOUT_S = 30.0  # how long a signal waits for running tool calls
 

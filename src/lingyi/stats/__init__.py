@@ -27,8 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import structlog
-
+from lingyi._logging import get_logger
 from lingyi.config import Config
 from lingyi.log.keys import KeyRing
 from lingyi.log.records import normalise_ts, ts_key
@@ -69,7 +68,7 @@ from lingyi.stats.window import (
     zone_name,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def compute_stats(

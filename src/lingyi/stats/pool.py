@@ -22,8 +22,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
-import structlog
-
+from lingyi._logging import get_logger
 from lingyi.log.chain import GENESIS
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import raw_lines
@@ -32,7 +31,7 @@ from lingyi.stats.builder import RollupBuilder
 from lingyi.stats.days import ZoneDays
 from lingyi.stats.window import Window
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes total)
 

@@ -30,8 +30,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-import structlog
-
+from lingyi._logging import get_logger
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import raw_lines
 from lingyi.log.records import ts_key
@@ -42,7 +41,7 @@ from lingyi.stats.days import ZoneDays
 from lingyi.stats.pool import PROGRESS_BYTES, Progress, run_rollup_pass
 from lingyi.stats.window import Window, WindowError, resolve_zone, zone_name
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MAX_ZONES = 4  # zones kept in one rollup; the one used least recently goes first
 

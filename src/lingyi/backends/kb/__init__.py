@@ -21,8 +21,7 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-import structlog
-
+from lingyi._logging import get_logger
 from lingyi.backends.kb.documents import MAX_FILE_BYTES, KBDoc, KBProblem, parse_document
 from lingyi.backends.kb.indexer import Indexer, duplicate_message
 from lingyi.backends.kb.search import MIN_COVERAGE, KBHit, top_hits
@@ -31,7 +30,7 @@ from lingyi.backends.kb.terms import SNIPPET_CHARS, make_snippet, query_terms, s
 from lingyi.backends.kb.watch import Background
 from lingyi.errors import BackendError
 
-log = structlog.get_logger()
+log = get_logger()
 
 __all__ = [
     "CHECK_INTERVAL_S",

@@ -23,14 +23,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-import structlog
-
+from lingyi._logging import get_logger
 from lingyi.backends.kb.documents import KBProblem, Parsed, load_file
 from lingyi.backends.kb.store import Store, defer_merging, domain_token
 from lingyi.backends.kb.terms import index_text
 from lingyi.errors import BackendError
 
-log = structlog.get_logger()
+log = get_logger()
 
 Signature = tuple[int, int]  # (mtime_ns, size)
 BATCH = 500  # files per transaction: short enough that a writer never holds the file long

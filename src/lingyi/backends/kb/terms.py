@@ -18,15 +18,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from lingyi._regex import lazy_re
+
 MAX_QUERY_TERMS = 32  # bounds the cost of one MATCH
 SNIPPET_CHARS = 80
 SNIPPET_LEAD = 20  # characters of context kept before the first matching term
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
-_CJK_RE = re.compile(rf"[{_CJK}]")
-_CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
-_WORD_RE = re.compile(rf"[^\W_{_CJK}]+")
+# Compiled on first use (~15 ms together: large Unicode classes): a command that opens no
+# knowledge base (most of ``lingyi verify``) imports this module without needing them.
+_TOKEN_RE = lazy_re(rf"[{_CJK}]+|[^\W_{_CJK}]+")
+_CJK_RE = lazy_re(rf"[{_CJK}]")
+_CJK_RUN_RE = lazy_re(rf"[{_CJK}]+")
+_WORD_RE = lazy_re(rf"[^\W_{_CJK}]+")
 _UCS4 = "I" if array("I").itemsize == 4 else "L"  # an array item per UTF-32 code unit
 _SPACE = array(_UCS4, [ord(" ")])
 _WORD_CHAR = rf"[^\W_{_CJK}]"

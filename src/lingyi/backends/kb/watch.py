@@ -18,12 +18,11 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-import structlog
-
+from lingyi._logging import get_logger
 from lingyi.backends.kb.indexer import Indexer, visible_file
 from lingyi.errors import BackendError
 
-log = structlog.get_logger()
+log = get_logger()
 
 STEP_MS = 50  # a change is handled once the folder has been quiet this long
 DEBOUNCE_MS = 400  # ... or at the latest this long after the first change
