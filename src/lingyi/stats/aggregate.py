@@ -15,13 +15,22 @@ chunks of the log merge into the one a single pass gives (:meth:`Aggregator.merg
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, Problem, tail_match
+from lingyi.log.chain import (
+    GENESIS,
+    ChainReport,
+    ChainVerifier,
+    DigestMemo,
+    Problem,
+    tail_match,
+)
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import LogLine, decode_line, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind, subject_of, ts_key
@@ -404,9 +413,14 @@ class LogPass:
     (:meth:`_verification`, :meth:`count_appeal`).
     """
 
-    def __init__(self, prev: str | None = GENESIS, keys: KeyRing | None = None) -> None:
+    def __init__(
+        self,
+        prev: str | None = GENESIS,
+        keys: KeyRing | None = None,
+        memo: DigestMemo | None = None,
+    ) -> None:
         self.integrity = Integrity()
-        self.chain = ChainVerifier(prev, keys)  # with the log's keys: log verify's verdict
+        self.chain = ChainVerifier(prev, keys, memo)  # with the log's keys: log verify's verdict
         self.pending_subjects: list[dict[str, Any]] = []
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
@@ -541,8 +555,9 @@ class Aggregator(LogPass, Counters):
         member: str | None = None,
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
+        memo: DigestMemo | None = None,
     ) -> None:
-        LogPass.__init__(self, prev, keys)
+        LogPass.__init__(self, prev, keys, memo)
         Counters.__init__(self)
         self.window, self.member = window, member
         self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
@@ -560,7 +575,12 @@ class Aggregator(LogPass, Counters):
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
         """Count one line; verifications outside the window are only verified, not parsed."""
-        tail = tail_match(raw)
+        if not self.skimmed(raw, tail_match(raw)):
+            self.feed(decode_line(lineno, raw))
+
+    def skimmed(self, raw: bytes, tail: re.Match[bytes] | None) -> bool:
+        """Was the line (``tail``: its :func:`tail_match`) a verification outside the window,
+        verified and counted without being parsed? False: nothing counted, :meth:`feed` it."""
         if (
             tail is not None
             and (tail[2] == _CURRENT or int(tail[2]) <= SCHEMA_VERSION)
@@ -568,8 +588,8 @@ class Aggregator(LogPass, Counters):
             and self.chain.skim(raw, tail)
         ):
             self.integrity.schema_versions[tail[2].decode()] += 1
-            return
-        self.feed(decode_line(lineno, raw))
+            return True
+        return False
 
     def _outside(self, ts: bytes) -> bool:
         if len(ts) == 24 and ts[23] == _Z and ts[10] == _T:  # the writer's own format
@@ -665,6 +685,43 @@ class Aggregator(LogPass, Counters):
         self.approvals.update(other.approvals)
         for name, codes in other.member_codes.items():
             self.add_member_codes(name, codes, other.member_checked.get(name, Counter()))
+
+
+class WindowsPass:
+    """One pass over the log for several windows (a period and the one before): each line is
+    read, its tail matched, hashed and (if any window needs it) parsed once, and fed to every
+    window's :class:`Aggregator`, which count exactly as they would in passes of their own."""
+
+    def __init__(
+        self,
+        windows: Sequence[Window],
+        member: str | None = None,
+        prev: str | None = GENESIS,
+        keys: KeyRing | None = None,
+    ) -> None:
+        memo = DigestMemo()  # the aggregators' verifiers see the same lines: one hash each
+        self.aggregators = [Aggregator(w, member, prev, keys, memo) for w in windows]
+
+    def feed_raw(self, lineno: int, raw: bytes) -> None:
+        tail, line = tail_match(raw), None
+        for agg in self.aggregators:
+            if not agg.skimmed(raw, tail):
+                if line is None:  # parsed once, for the first window that needs it
+                    line = decode_line(lineno, raw)
+                agg.feed(line)
+
+    def merge(self, other: WindowsPass, line_offset: int) -> None:
+        """Add the passes of the chunk that follows this one in the log."""
+        for mine, theirs in zip(self.aggregators, other.aggregators, strict=True):
+            mine.merge(theirs, line_offset)
+
+    def backfill_subjects(self, path: Path) -> None:
+        """Appeals written without a snapshot, of every window: one more pass for them all."""
+        pending = [p for agg in self.aggregators for p in agg.pending_subjects]
+        if pending:
+            found = find_subjects(path, {str(p.get("appeal_of")) for p in pending})
+            for agg in self.aggregators:
+                agg.apply_subjects(found)
 
 
 def appeal_groups(member: str, codes: object) -> list[tuple[str, str]]:
