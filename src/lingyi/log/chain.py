@@ -87,18 +87,22 @@ def _digest(body: memoryview | bytes, key: LogKey | None) -> bytes:
     return digest.hexdigest().encode()
 
 
-class DigestMemo:
-    """The digest of the last line hashed, for verifiers fed the same line one after the other
-    (one per window of a stats pass), so that the line is hashed once. The line is told by
-    identity: the memo holds it, so its id cannot be reused while it is remembered."""
+class LineMemo:
+    """What one line's bytes say, worked out once for verifiers fed the same line one after
+    the other (one per window of a stats pass): its digest, and where its ``"prev":``,
+    ``"kind":"`` and ``"key_id":`` keys are. The line is told by identity: the memo holds
+    it, so its id cannot be reused while it is remembered."""
 
-    __slots__ = ("key", "raw", "size", "value")
+    __slots__ = ("key", "key_at", "prev_at", "raw", "shaped", "size", "value", "verification")
 
     def __init__(self) -> None:
         self.raw: bytes | None = None
         self.size = -1
         self.key: LogKey | None = None
         self.value = b""
+        self.shaped: bytes | None = None
+        self.prev_at = self.key_at = -1
+        self.verification = False
 
     def digest(self, raw: bytes, size: int, key: LogKey | None) -> bytes:
         """:func:`_digest` of ``raw``'s first ``size`` bytes."""
@@ -107,12 +111,27 @@ class DigestMemo:
             self.value = _digest(memoryview(raw)[:size], key)
         return self.value
 
-    def __reduce__(self) -> tuple[type[DigestMemo], tuple[()]]:
-        return DigestMemo, ()  # a chunk's pass comes back from its worker without its last line
+    def shape(self, raw: bytes) -> None:
+        """``prev_at``: where the line's only ``"prev":`` is (-1: none, or more than one);
+        ``verification``: no ``"kind":"``, or only one, of a verification; ``key_at``: the
+        first ``"key_id":`` (-1: none)."""
+        if raw is self.shaped:
+            return
+        self.shaped = raw
+        at = raw.find(_PREV)
+        self.prev_at = at if at >= 0 and raw.find(_PREV, at + 7) < 0 else -1
+        kind = raw.find(_KIND)
+        self.verification = kind < 0 or (
+            raw.startswith(_VERIFICATION, kind + 8) and raw.find(_KIND, kind + 8) < 0
+        )
+        self.key_at = raw.find(_KEY_ID)
+
+    def __reduce__(self) -> tuple[type[LineMemo], tuple[()]]:
+        return LineMemo, ()  # a chunk's pass comes back from its worker without its last line
 
 
 def hash_ok(
-    raw: bytes, record: dict[str, Any], key: LogKey | None = None, memo: DigestMemo | None = None
+    raw: bytes, record: dict[str, Any], key: LogKey | None = None, memo: LineMemo | None = None
 ) -> bool:
     """Does ``record`` (parsed from ``raw``) match its hash (its MAC with ``key``)?
 
@@ -269,11 +288,11 @@ class ChainVerifier:
         self,
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
-        memo: DigestMemo | None = None,
+        memo: LineMemo | None = None,
     ) -> None:
         self.prev = prev
         self.keys = keys
-        self.memo = memo or DigestMemo()
+        self.memo = memo or LineMemo()
         self.key_id: str | None = None if prev is not None else _UNKNOWN
         self.seq = 0
         self.report = ChainReport()
@@ -358,27 +377,24 @@ class ChainVerifier:
         :meth:`feed`; its hash still commits to the previous hash, so the order it proves is
         the same.
         """
-        prev = self.prev
-        if prev is None or raw.count(_PREV) != 1 or b'"prev":"%s"' % prev.encode() not in raw:
+        prev, memo = self.prev, self.memo
+        if prev is None:
             return False
-        kind = raw.find(_KIND)
-        if kind >= 0 and not (
-            raw.startswith(_VERIFICATION, kind + 8) and raw.find(_KIND, kind + 8) < 0
-        ):
+        memo.shape(raw)
+        at = memo.prev_at
+        if at < 0 or not memo.verification or not raw.startswith(b'"%s"' % prev.encode(), at + 7):
             return False
-        usable, key = self._skim_key(raw)
-        if not usable:
-            return False
-        if self.memo.digest(raw, tail.start(3) - len(_HASH_TAIL), key) != tail[3]:
+        usable, key = self._skim_key(raw, memo.key_at)
+        if not usable or memo.digest(raw, tail.start(3) - len(_HASH_TAIL), key) != tail[3]:
             return False
         self._skimmed(tail[3].decode(), key is not None)
         return True
 
-    def _skim_key(self, raw: bytes) -> tuple[bool, LogKey | None]:
-        """(usable, key): the line must be keyed as the chain is, with a key this verifier
-        holds. Without the MAC, a ``"key_id"`` nested in a plain line could pass for the
-        record's own, so keyed lines without a key go to :meth:`feed`."""
-        at = raw.find(_KEY_ID)
+    def _skim_key(self, raw: bytes, at: int) -> tuple[bool, LogKey | None]:
+        """(usable, key): the line (whose first ``"key_id":`` is at ``at``) must be keyed as
+        the chain is, with a key this verifier holds. Without the MAC, a ``"key_id"`` nested in
+        a plain line could pass for the record's own, so keyed lines without a key go to
+        :meth:`feed`."""
         if at < 0:
             return self.key_id is None, None
         start = at + len(_KEY_ID) + 1

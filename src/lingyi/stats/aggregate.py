@@ -27,7 +27,7 @@ from lingyi.log.chain import (
     GENESIS,
     ChainReport,
     ChainVerifier,
-    DigestMemo,
+    LineMemo,
     Problem,
     tail_match,
 )
@@ -417,7 +417,7 @@ class LogPass:
         self,
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
-        memo: DigestMemo | None = None,
+        memo: LineMemo | None = None,
     ) -> None:
         self.integrity = Integrity()
         self.chain = ChainVerifier(prev, keys, memo)  # with the log's keys: log verify's verdict
@@ -555,7 +555,7 @@ class Aggregator(LogPass, Counters):
         member: str | None = None,
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
-        memo: DigestMemo | None = None,
+        memo: LineMemo | None = None,
     ) -> None:
         LogPass.__init__(self, prev, keys, memo)
         Counters.__init__(self)
@@ -699,7 +699,7 @@ class WindowsPass:
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
     ) -> None:
-        memo = DigestMemo()  # the aggregators' verifiers see the same lines: one hash each
+        memo = LineMemo()  # the aggregators' verifiers see the same lines: one hash each
         self.aggregators = [Aggregator(w, member, prev, keys, memo) for w in windows]
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
