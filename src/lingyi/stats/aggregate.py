@@ -230,8 +230,12 @@ class Counters:
         tool, status = str(record.get("tool")), str(record.get("status"))
         self.outcomes.setdefault(tool, Counter())[status] += 1
 
-    def count(self, record: dict[str, Any], member: str, index: int, lineno: int) -> None:
-        """Count one verification of ``member`` whose decision is ``DECISIONS[index]``."""
+    def count(
+        self, record: dict[str, Any], member: str, index: int, lineno: int
+    ) -> tuple[list[str], list[dict[str, Any]]] | None:
+        """Count one verification of ``member`` whose decision is ``DECISIONS[index]``;
+        returns the codes of its checks that ran and its failed checks (None: no checks
+        list), for a caller that counts them again."""
         self.totals[index] += 1
         groups = self.groups
         _bump(groups["member"], member, index)
@@ -240,9 +244,10 @@ class Counters:
         if isinstance(tool, dict):
             _bump(groups["tool"], str(tool.get("name")), index)
         checks = record.get("checks")
-        failed: list[dict[str, Any]] = []
+        seen, failed = None, []
         if isinstance(checks, list):
-            failed = self._checked(checks)
+            seen = self._checked(checks)
+            failed = seen[1]
             if failed or index == REJECTED:
                 self._failures(record, failed, index, lineno)
         self._latency(member, record.get("latency_ms"))
@@ -250,17 +255,20 @@ class Counters:
             self.judge.feed(record)
         if "shadow" in record:
             self.shadow.feed(record.get("shadow"), index, failed)
+        return seen
 
-    def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
-        """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
-        checked, failed = self.checked, []
+    def _checked(self, checks: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
+        """Count every check that ran; return their codes and the failed checks (the hot
+        loop: kept lean)."""
+        codes, failed = [], []
         for check in checks:
             if isinstance(check, dict):
                 code = check.get("code")
-                checked[code if isinstance(code, str) else str(code)] += 1
+                codes.append(code if isinstance(code, str) else str(code))
                 if check.get("passed") is False:
                     failed.append(check)
-        return failed
+        self.checked.update(codes)  # counted in C
+        return codes, failed
 
     def _failures(
         self, record: dict[str, Any], failed: list[dict[str, Any]], index: int, lineno: int
@@ -613,8 +621,9 @@ class Aggregator(LogPass, Counters):
             self.integrity.invalid += 1
             self.integrity.note(lineno, record.get("id"), "no valid decision")
             return
-        self.count(record, str(member), index, lineno)
-        self._by_member_code(record.get("checks"), str(member), index)
+        seen = self.count(record, str(member), index, lineno)
+        if seen is not None:
+            self._by_member_code(str(member), index, *seen)
         self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
 
     def _approval(self, lineno: int, record: dict[str, Any]) -> None:
@@ -631,18 +640,15 @@ class Aggregator(LogPass, Counters):
         if self.member is None or record.get("member") == self.member:
             self.outcome(record)
 
-    def _by_member_code(self, checks: object, member: str, index: int) -> None:
-        """Count the checks of one verification under its member (as :meth:`_checked` does)."""
-        if not isinstance(checks, list):
-            return
-        checked = self.member_checked.setdefault(member, Counter())
+    def _by_member_code(
+        self, member: str, index: int, ran: list[str], failed: list[dict[str, Any]]
+    ) -> None:
+        """Count one verification's checks under its member: the codes that ran and the
+        failed checks, as :meth:`_checked` found them."""
+        self.member_checked.setdefault(member, Counter()).update(ran)
         codes = self.member_codes.setdefault(member, {})
-        for check in checks:
-            if isinstance(check, dict):
-                code = check.get("code")
-                checked[code if isinstance(code, str) else str(code)] += 1
-                if check.get("passed") is False:
-                    _bump(codes, str(code), index)
+        for check in failed:
+            _bump(codes, str(check.get("code")), index)
 
     def add_member_codes(self, member: str, codes: dict[str, Tally], checked: Counter[str]) -> None:
         """Add one member's per-check counters (a later chunk, or a day of the rollup)."""
