@@ -17,8 +17,13 @@ separately), interleaved round by round so that every scenario sees the same mac
     .venv/bin/python benchmarks/bench_stats.py --runs 9 --append 10000
     .venv/bin/python benchmarks/bench_stats.py --records 100000 --rebuild
     .venv/bin/python benchmarks/bench_stats.py --memory 10000 100000 1000000
+    .venv/bin/python benchmarks/bench_stats.py --baseline /tmp/base/src   # + full@base
 
 ``--memory`` reports the rollup's peak memory and time at several log sizes (same 90 days).
+``--baseline SRC`` adds the scenario ``full@base``: ``--full`` with the ``lingyi`` package
+found in SRC (e.g. ``git archive <commit> src | tar -x -C /tmp/base``), interleaved with the
+others, so that a change is timed against the code before it on the same machine. The CPU
+seconds of each run (its own and its worker processes') are reported beside the wall time.
 """
 
 from __future__ import annotations
@@ -174,10 +179,12 @@ def child(path: Path, scenario: str, append: int) -> None:
     started = time.perf_counter()
     result = compute_stats(path, window, rollup=scenario != "full")
     wall = time.perf_counter() - started
+    own, workers = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     print(
         json.dumps(
             {
                 "wall": wall,
+                "cpu": own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime,
                 "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                 "workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
                 "counted": result["totals"]["total"],
@@ -187,9 +194,13 @@ def child(path: Path, scenario: str, append: int) -> None:
     )
 
 
-def run(path: Path, scenario: str, append: int = 0) -> dict[str, Any]:
+def run(path: Path, scenario: str, append: int = 0, base: str | None = None) -> dict[str, Any]:
+    """One run in a fresh process; ``full@base`` is ``full`` with the package in ``base``."""
+    env = None
+    if scenario == "full@base":
+        scenario, env = "full", {**os.environ, "PYTHONPATH": str(base)}
     cmd = [sys.executable, __file__, "--child", str(path), scenario, "--append", str(append)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -199,13 +210,14 @@ def _row(name: str, results: list[dict[str, Any]], base: float | None) -> str:
     ratio = f"{base / median:8.1f}×" if base else f"{'':>9}"
     rss = statistics.median(r["rss_mb"] for r in results)
     workers = max(r["workers_mb"] for r in results)
+    cpu = statistics.median(r["cpu"] for r in results)
     return (
         f"{name:>14} {len(walls):>4} {median:>9.3f} {walls[0]:>8.3f} {walls[-1]:>8.3f} "
-        f"{ratio} {rss:>7.1f} {workers:>8.1f} {results[0]['counted']:>8}"
+        f"{ratio} {cpu:>7.2f} {rss:>7.1f} {workers:>8.1f} {results[0]['counted']:>8}"
     )
 
 
-def compare(records: int, runs: int, append: int, rebuild: bool) -> None:
+def compare(records: int, runs: int, append: int, rebuild: bool, base: str | None) -> None:
     path = cached_log(records)
     grown = path.with_name(f"{path.stem}-grown.jsonl")
     shutil.copyfile(path, grown)  # the copy that records are appended to
@@ -213,13 +225,14 @@ def compare(records: int, runs: int, append: int, rebuild: bool) -> None:
     run(path, "rollup")
     run(grown, "rollup")
     scenarios = ["full", "rollup", f"rollup+{append}"] + (["rebuild"] if rebuild else [])
+    scenarios += ["full@base"] if base else []
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in scenarios}
     loads = [os.getloadavg()[0]]
     for i in range(runs):
         order = scenarios[i % len(scenarios) :] + scenarios[: i % len(scenarios)]
         for scenario in order:
             target = grown if scenario.startswith("rollup+") else path
-            results[scenario].append(run(target, scenario, append))
+            results[scenario].append(run(target, scenario, append, base))
         loads.append(os.getloadavg()[0])
     grown.unlink()
     rollup_path(grown).unlink(missing_ok=True)
@@ -228,7 +241,7 @@ def compare(records: int, runs: int, append: int, rebuild: bool) -> None:
     )
     print(
         f"{'scenario':>14} {'runs':>4} {'median s':>9} {'min s':>8} {'max s':>8} "
-        f"{'vs full':>9} {'RSS MB':>7} {'wkr MB':>8} {'counted':>8}"
+        f"{'vs full':>9} {'CPU s':>7} {'RSS MB':>7} {'wkr MB':>8} {'counted':>8}"
     )
     base = statistics.median(r["wall"] for r in results["full"])
     for scenario in scenarios:
@@ -254,6 +267,7 @@ def main() -> None:
     parser.add_argument("--append", type=int, default=1000, help="records appended per round")
     parser.add_argument("--rebuild", action="store_true", help="also time building the rollup")
     parser.add_argument("--memory", type=int, nargs="+", metavar="N", help="rollup at sizes N")
+    parser.add_argument("--baseline", metavar="SRC", help="also time --full with the code in SRC")
     parser.add_argument("--child", nargs=2, metavar=("LOG", "SCENARIO"))
     args = parser.parse_args()
     if args.child:
@@ -261,7 +275,7 @@ def main() -> None:
     elif args.memory:
         memory(args.memory, args.runs)
     else:
-        compare(args.records, args.runs, args.append, args.rebuild)
+        compare(args.records, args.runs, args.append, args.rebuild, args.baseline)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from lingyi.log.chain import EDITED, ChainVerifier, tail_match
 from lingyi.stats import (
     STATS_SCHEMA,
     LatencyHistogram,
+    StatsView,
     WindowError,
     compute_stats,
     days_window,
@@ -545,11 +546,58 @@ def test_parallel_chunks_give_the_single_pass_result(tmp_path: Path, monkeypatch
     monkeypatch.setattr(pool, "run_workers", spy)
     one = compute_stats(path, window, workers=1)
     many = compute_stats(path, window, workers=3)
-    assert ran == [3, 3]  # the week and the week before, each in three chunks
+    assert ran == [3]  # the week and the week before in one pass of three chunks
     one.pop("generated_at"), many.pop("generated_at")
     assert many == one
     assert one["integrity"]["edited"] == 1 and one["integrity"]["relinked"] == 1
     assert one["integrity"]["unreadable"] == 1 and one["totals"]["total"] == 299
+
+
+def _two_week_log(path: Path) -> None:
+    """W47 and W48 with a torn line, an edit, a deletion and appeals without a snapshot."""
+    records = [
+        vrec(f"2026-11-{16 + i % 14}T{i % 24:02d}:00:00.000Z", ["lingzhi", "灵通"][i % 2],
+             ["approved", "rejected"][i % 2], () if i % 2 == 0 else (("domain.scope", "reject"),))
+        for i in range(200)
+    ]  # fmt: skip
+    written = write_log(path, records[:80])
+    with path.open("ab") as handle:
+        handle.write(b'{"kind":"verification","ts":"2026-11-20T')  # torn, then more appended
+        handle.write(b"\n")
+    write_log(path, records[80:])
+    with VerificationLog(path) as vlog:
+        for record in (written[3], written[10]):  # 2026-11-19 (W47), 2026-11-26 (W48)
+            vlog.append({"kind": "appeal", "appeal_of": record["id"], "reason": "r", "by": "x"})
+    _rewrite_line(path, 40, {"decision": "fallback"})
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    del lines[120]
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def _figures(agg: Any) -> dict[str, Any]:
+    figures = StatsView(agg).as_json()
+    figures.pop("generated_at")
+    return dict(figures)
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_one_pass_counts_each_window_as_its_own_pass(tmp_path: Path, chunks: int) -> None:
+    """The week and the week before counted in one read of the log give, window by window,
+    exactly what a pass for that window alone gives, integrity findings included."""
+    path = tmp_path / "log.jsonl"
+    _two_week_log(path)
+    windows = [week_window("2026-W48", UTC_ZONE), week_window("2026-W47", UTC_ZONE)]
+    both = pool.run_windows(path, windows, None, chunks)
+    both.backfill_subjects(path)
+    for window, agg in zip(windows, both.aggregators, strict=True):
+        alone = pool.run_windows(path, [window], None, 1)
+        alone.backfill_subjects(path)
+        assert _figures(agg) == _figures(alone.aggregators[0])
+    w48, w47 = (_figures(a) for a in both.aggregators)
+    assert w48["totals"]["total"] > 0 and w47["totals"]["total"] > 0
+    assert w48["appeals"]["filed"] == 1 and w47["appeals"]["filed"] == 1
+    assert w48["integrity"]["edited"] == 1 and w48["integrity"]["relinked"] == 1
+    assert w48["integrity"]["unreadable"] == 1
 
 
 def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:

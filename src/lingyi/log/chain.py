@@ -87,7 +87,52 @@ def _digest(body: memoryview | bytes, key: LogKey | None) -> bytes:
     return digest.hexdigest().encode()
 
 
-def hash_ok(raw: bytes, record: dict[str, Any], key: LogKey | None = None) -> bool:
+class LineMemo:
+    """What one line's bytes say, worked out once for verifiers fed the same line one after
+    the other (one per window of a stats pass): its digest, and where its ``"prev":``,
+    ``"kind":"`` and ``"key_id":`` keys are. The line is told by identity: the memo holds
+    it, so its id cannot be reused while it is remembered."""
+
+    __slots__ = ("key", "key_at", "prev_at", "raw", "shaped", "size", "value", "verification")
+
+    def __init__(self) -> None:
+        self.raw: bytes | None = None
+        self.size = -1
+        self.key: LogKey | None = None
+        self.value = b""
+        self.shaped: bytes | None = None
+        self.prev_at = self.key_at = -1
+        self.verification = False
+
+    def digest(self, raw: bytes, size: int, key: LogKey | None) -> bytes:
+        """:func:`_digest` of ``raw``'s first ``size`` bytes."""
+        if raw is not self.raw or size != self.size or key is not self.key:
+            self.raw, self.size, self.key = raw, size, key
+            self.value = _digest(memoryview(raw)[:size], key)
+        return self.value
+
+    def shape(self, raw: bytes) -> None:
+        """``prev_at``: where the line's only ``"prev":`` is (-1: none, or more than one);
+        ``verification``: no ``"kind":"``, or only one, of a verification; ``key_at``: the
+        first ``"key_id":`` (-1: none)."""
+        if raw is self.shaped:
+            return
+        self.shaped = raw
+        at = raw.find(_PREV)
+        self.prev_at = at if at >= 0 and raw.find(_PREV, at + 7) < 0 else -1
+        kind = raw.find(_KIND)
+        self.verification = kind < 0 or (
+            raw.startswith(_VERIFICATION, kind + 8) and raw.find(_KIND, kind + 8) < 0
+        )
+        self.key_at = raw.find(_KEY_ID)
+
+    def __reduce__(self) -> tuple[type[LineMemo], tuple[()]]:
+        return LineMemo, ()  # a chunk's pass comes back from its worker without its last line
+
+
+def hash_ok(
+    raw: bytes, record: dict[str, Any], key: LogKey | None = None, memo: LineMemo | None = None
+) -> bool:
     """Does ``record`` (parsed from ``raw``) match its hash (its MAC with ``key``)?
 
     The writer hashes canonical(record without hash) and writes exactly those bytes followed
@@ -96,8 +141,13 @@ def hash_ok(raw: bytes, record: dict[str, Any], key: LogKey | None = None) -> bo
     """
     line = raw.rstrip(b"\r\n")
     laid_out = line[-_TAIL_LEN:-66] == _HASH_TAIL and line.endswith(b'"}')
-    if laid_out and _digest(memoryview(line)[:-_TAIL_LEN], key) == line[-66:-2]:
-        return True
+    if laid_out:
+        size = len(line) - _TAIL_LEN
+        digest = (
+            _digest(memoryview(raw)[:size], key) if memo is None else memo.digest(raw, size, key)
+        )
+        if digest == line[-66:-2]:
+            return True
     expected = record_mac(record, key) if key is not None else record_hash(record)
     return expected == record.get("hash")
 
@@ -231,11 +281,18 @@ class ChainVerifier:
     kept and checked when the chunks are merged in order. ``keys``: the MACs of keyed
     records are checked, and a key it does not hold is a break. ``seq`` is the sequence
     number of the last hashed record (its own ``seq``, or counted when it has none).
+    ``memo``: shared by verifiers fed the same lines, which then hash each line once.
     """
 
-    def __init__(self, prev: str | None = GENESIS, keys: KeyRing | None = None) -> None:
+    def __init__(
+        self,
+        prev: str | None = GENESIS,
+        keys: KeyRing | None = None,
+        memo: LineMemo | None = None,
+    ) -> None:
         self.prev = prev
         self.keys = keys
+        self.memo = memo or LineMemo()
         self.key_id: str | None = None if prev is not None else _UNKNOWN
         self.seq = 0
         self.report = ChainReport()
@@ -277,7 +334,7 @@ class ChainVerifier:
         report, stored, key_id = self.report, record["hash"], record.get("key_id")
         if key_id is None:
             report.plain += 1
-            ok = isinstance(stored, str) and hash_ok(line.raw, record)
+            ok = isinstance(stored, str) and hash_ok(line.raw, record, None, self.memo)
         elif self.keys is None:
             report.keyed_unchecked += 1
             return None  # the link and the key rules are still checked
@@ -286,7 +343,7 @@ class ChainVerifier:
             return self._counted_break("rekeyed", line.lineno, record_id, why)
         else:
             report.keyed += 1
-            ok = isinstance(stored, str) and hash_ok(line.raw, record, key)
+            ok = isinstance(stored, str) and hash_ok(line.raw, record, key, self.memo)
         return None if ok else self._counted_break("edited", line.lineno, record_id, EDITED)
 
     def _advance(self, record: dict[str, Any], stored: object) -> None:
@@ -320,28 +377,24 @@ class ChainVerifier:
         :meth:`feed`; its hash still commits to the previous hash, so the order it proves is
         the same.
         """
-        prev = self.prev
-        if prev is None or raw.count(_PREV) != 1 or b'"prev":"%s"' % prev.encode() not in raw:
+        prev, memo = self.prev, self.memo
+        if prev is None:
             return False
-        kind = raw.find(_KIND)
-        if kind >= 0 and not (
-            raw.startswith(_VERIFICATION, kind + 8) and raw.find(_KIND, kind + 8) < 0
-        ):
+        memo.shape(raw)
+        at = memo.prev_at
+        if at < 0 or not memo.verification or not raw.startswith(b'"%s"' % prev.encode(), at + 7):
             return False
-        usable, key = self._skim_key(raw)
-        if not usable:
-            return False
-        body = memoryview(raw)[: tail.start(3) - len(_HASH_TAIL)]
-        if _digest(body, key) != tail[3]:
+        usable, key = self._skim_key(raw, memo.key_at)
+        if not usable or memo.digest(raw, tail.start(3) - len(_HASH_TAIL), key) != tail[3]:
             return False
         self._skimmed(tail[3].decode(), key is not None)
         return True
 
-    def _skim_key(self, raw: bytes) -> tuple[bool, LogKey | None]:
-        """(usable, key): the line must be keyed as the chain is, with a key this verifier
-        holds. Without the MAC, a ``"key_id"`` nested in a plain line could pass for the
-        record's own, so keyed lines without a key go to :meth:`feed`."""
-        at = raw.find(_KEY_ID)
+    def _skim_key(self, raw: bytes, at: int) -> tuple[bool, LogKey | None]:
+        """(usable, key): the line (whose first ``"key_id":`` is at ``at``) must be keyed as
+        the chain is, with a key this verifier holds. Without the MAC, a ``"key_id"`` nested in
+        a plain line could pass for the record's own, so keyed lines without a key go to
+        :meth:`feed`."""
         if at < 0:
             return self.key_id is None, None
         start = at + len(_KEY_ID) + 1

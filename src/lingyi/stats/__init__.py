@@ -44,7 +44,7 @@ from lingyi.stats.aggregate import (
     Intercept,
 )
 from lingyi.stats.histogram import LatencyHistogram
-from lingyi.stats.pool import Progress, run_pass
+from lingyi.stats.pool import Progress, run_windows
 from lingyi.stats.review import EXAMPLE_CODES, review_json
 from lingyi.stats.rollup import rollup_aggregates
 from lingyi.stats.store import rollup_path
@@ -91,19 +91,16 @@ def compute_stats(
     that only what was appended since is read; the figures are the same (a window that is not
     made of whole local days, or a rollup that cannot be written, takes the windowed pass).
     The period before the window (:func:`previous_window`) is counted the same way, for the
-    ``previous``, ``change`` and ``largest_changes`` fields (one rollup read serves both; the
-    windowed pass runs once per period).
+    ``previous``, ``change`` and ``largest_changes`` fields (one rollup read, or one windowed
+    pass, serves both).
     """
     windows = [window, previous_window(window)]
     aggs = None
     if rollup:
         aggs = rollup_aggregates(path, windows, member, keys=keys, workers=workers,
                                  progress=progress)  # fmt: skip
-    if aggs is None:  # the period before in a pass of its own, its progress not shown
-        aggs = [
-            _windowed(path, w, member, workers, p, keys)
-            for w, p in zip(windows, (progress, None), strict=True)
-        ]
+    if aggs is None:
+        aggs = _windowed(path, windows, member, workers, progress, keys)
     # Records written before redaction covered a format may still hold it: the figures and
     # the examples they quote are redacted again on the way out (the report reads these).
     result, before = (redact_value(StatsView(a).as_json(), keys=False) for a in aggs)
@@ -117,17 +114,16 @@ def compute_stats(
 
 def _windowed(
     path: Path,
-    window: Window,
+    windows: list[Window],
     member: str | None,
     workers: int | None,
     progress: Progress | None,
     keys: KeyRing | None,
-) -> Aggregator:
-    """The windowed pass over the whole log (``--full``)."""
-    agg = run_pass(path, window, member, workers, progress, keys)
-    if agg.pending_subjects:
-        agg.backfill_subjects(path)
-    return agg
+) -> list[Aggregator]:
+    """The windowed pass over the whole log (``--full``), for all ``windows`` at once."""
+    found = run_windows(path, windows, member, workers, progress, keys)
+    found.backfill_subjects(path)
+    return found.aggregators
 
 
 def _integrity_brief(result: dict[str, Any]) -> dict[str, int]:

@@ -15,13 +15,22 @@ chunks of the log merge into the one a single pass gives (:meth:`Aggregator.merg
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, Problem, tail_match
+from lingyi.log.chain import (
+    GENESIS,
+    ChainReport,
+    ChainVerifier,
+    LineMemo,
+    Problem,
+    tail_match,
+)
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import LogLine, decode_line, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind, subject_of, ts_key
@@ -221,8 +230,12 @@ class Counters:
         tool, status = str(record.get("tool")), str(record.get("status"))
         self.outcomes.setdefault(tool, Counter())[status] += 1
 
-    def count(self, record: dict[str, Any], member: str, index: int, lineno: int) -> None:
-        """Count one verification of ``member`` whose decision is ``DECISIONS[index]``."""
+    def count(
+        self, record: dict[str, Any], member: str, index: int, lineno: int
+    ) -> tuple[list[str], list[dict[str, Any]]] | None:
+        """Count one verification of ``member`` whose decision is ``DECISIONS[index]``;
+        returns the codes of its checks that ran and its failed checks (None: no checks
+        list), for a caller that counts them again."""
         self.totals[index] += 1
         groups = self.groups
         _bump(groups["member"], member, index)
@@ -231,9 +244,10 @@ class Counters:
         if isinstance(tool, dict):
             _bump(groups["tool"], str(tool.get("name")), index)
         checks = record.get("checks")
-        failed: list[dict[str, Any]] = []
+        seen, failed = None, []
         if isinstance(checks, list):
-            failed = self._checked(checks)
+            seen = self._checked(checks)
+            failed = seen[1]
             if failed or index == REJECTED:
                 self._failures(record, failed, index, lineno)
         self._latency(member, record.get("latency_ms"))
@@ -241,17 +255,20 @@ class Counters:
             self.judge.feed(record)
         if "shadow" in record:
             self.shadow.feed(record.get("shadow"), index, failed)
+        return seen
 
-    def _checked(self, checks: list[Any]) -> list[dict[str, Any]]:
-        """Count every check that ran; return the failed ones (the hot loop: kept lean)."""
-        checked, failed = self.checked, []
+    def _checked(self, checks: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
+        """Count every check that ran; return their codes and the failed checks (the hot
+        loop: kept lean)."""
+        codes, failed = [], []
         for check in checks:
             if isinstance(check, dict):
                 code = check.get("code")
-                checked[code if isinstance(code, str) else str(code)] += 1
+                codes.append(code if isinstance(code, str) else str(code))
                 if check.get("passed") is False:
                     failed.append(check)
-        return failed
+        self.checked.update(codes)  # counted in C
+        return codes, failed
 
     def _failures(
         self, record: dict[str, Any], failed: list[dict[str, Any]], index: int, lineno: int
@@ -404,9 +421,14 @@ class LogPass:
     (:meth:`_verification`, :meth:`count_appeal`).
     """
 
-    def __init__(self, prev: str | None = GENESIS, keys: KeyRing | None = None) -> None:
+    def __init__(
+        self,
+        prev: str | None = GENESIS,
+        keys: KeyRing | None = None,
+        memo: LineMemo | None = None,
+    ) -> None:
         self.integrity = Integrity()
-        self.chain = ChainVerifier(prev, keys)  # with the log's keys: log verify's verdict
+        self.chain = ChainVerifier(prev, keys, memo)  # with the log's keys: log verify's verdict
         self.pending_subjects: list[dict[str, Any]] = []
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
@@ -541,8 +563,9 @@ class Aggregator(LogPass, Counters):
         member: str | None = None,
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
+        memo: LineMemo | None = None,
     ) -> None:
-        LogPass.__init__(self, prev, keys)
+        LogPass.__init__(self, prev, keys, memo)
         Counters.__init__(self)
         self.window, self.member = window, member
         self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
@@ -560,7 +583,12 @@ class Aggregator(LogPass, Counters):
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
         """Count one line; verifications outside the window are only verified, not parsed."""
-        tail = tail_match(raw)
+        if not self.skimmed(raw, tail_match(raw)):
+            self.feed(decode_line(lineno, raw))
+
+    def skimmed(self, raw: bytes, tail: re.Match[bytes] | None) -> bool:
+        """Was the line (``tail``: its :func:`tail_match`) a verification outside the window,
+        verified and counted without being parsed? False: nothing counted, :meth:`feed` it."""
         if (
             tail is not None
             and (tail[2] == _CURRENT or int(tail[2]) <= SCHEMA_VERSION)
@@ -568,8 +596,8 @@ class Aggregator(LogPass, Counters):
             and self.chain.skim(raw, tail)
         ):
             self.integrity.schema_versions[tail[2].decode()] += 1
-            return
-        self.feed(decode_line(lineno, raw))
+            return True
+        return False
 
     def _outside(self, ts: bytes) -> bool:
         if len(ts) == 24 and ts[23] == _Z and ts[10] == _T:  # the writer's own format
@@ -593,8 +621,9 @@ class Aggregator(LogPass, Counters):
             self.integrity.invalid += 1
             self.integrity.note(lineno, record.get("id"), "no valid decision")
             return
-        self.count(record, str(member), index, lineno)
-        self._by_member_code(record.get("checks"), str(member), index)
+        seen = self.count(record, str(member), index, lineno)
+        if seen is not None:
+            self._by_member_code(str(member), index, *seen)
         self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
 
     def _approval(self, lineno: int, record: dict[str, Any]) -> None:
@@ -611,18 +640,15 @@ class Aggregator(LogPass, Counters):
         if self.member is None or record.get("member") == self.member:
             self.outcome(record)
 
-    def _by_member_code(self, checks: object, member: str, index: int) -> None:
-        """Count the checks of one verification under its member (as :meth:`_checked` does)."""
-        if not isinstance(checks, list):
-            return
-        checked = self.member_checked.setdefault(member, Counter())
+    def _by_member_code(
+        self, member: str, index: int, ran: list[str], failed: list[dict[str, Any]]
+    ) -> None:
+        """Count one verification's checks under its member: the codes that ran and the
+        failed checks, as :meth:`_checked` found them."""
+        self.member_checked.setdefault(member, Counter()).update(ran)
         codes = self.member_codes.setdefault(member, {})
-        for check in checks:
-            if isinstance(check, dict):
-                code = check.get("code")
-                checked[code if isinstance(code, str) else str(code)] += 1
-                if check.get("passed") is False:
-                    _bump(codes, str(code), index)
+        for check in failed:
+            _bump(codes, str(check.get("code")), index)
 
     def add_member_codes(self, member: str, codes: dict[str, Tally], checked: Counter[str]) -> None:
         """Add one member's per-check counters (a later chunk, or a day of the rollup)."""
@@ -665,6 +691,43 @@ class Aggregator(LogPass, Counters):
         self.approvals.update(other.approvals)
         for name, codes in other.member_codes.items():
             self.add_member_codes(name, codes, other.member_checked.get(name, Counter()))
+
+
+class WindowsPass:
+    """One pass over the log for several windows (a period and the one before): each line is
+    read, its tail matched, hashed and (if any window needs it) parsed once, and fed to every
+    window's :class:`Aggregator`, which count exactly as they would in passes of their own."""
+
+    def __init__(
+        self,
+        windows: Sequence[Window],
+        member: str | None = None,
+        prev: str | None = GENESIS,
+        keys: KeyRing | None = None,
+    ) -> None:
+        memo = LineMemo()  # the aggregators' verifiers see the same lines: one hash each
+        self.aggregators = [Aggregator(w, member, prev, keys, memo) for w in windows]
+
+    def feed_raw(self, lineno: int, raw: bytes) -> None:
+        tail, line = tail_match(raw), None
+        for agg in self.aggregators:
+            if not agg.skimmed(raw, tail):
+                if line is None:  # parsed once, for the first window that needs it
+                    line = decode_line(lineno, raw)
+                agg.feed(line)
+
+    def merge(self, other: WindowsPass, line_offset: int) -> None:
+        """Add the passes of the chunk that follows this one in the log."""
+        for mine, theirs in zip(self.aggregators, other.aggregators, strict=True):
+            mine.merge(theirs, line_offset)
+
+    def backfill_subjects(self, path: Path) -> None:
+        """Appeals written without a snapshot, of every window: one more pass for them all."""
+        pending = [p for agg in self.aggregators for p in agg.pending_subjects]
+        if pending:
+            found = find_subjects(path, {str(p.get("appeal_of")) for p in pending})
+            for agg in self.aggregators:
+                agg.apply_subjects(found)
 
 
 def appeal_groups(member: str, codes: object) -> list[tuple[str, str]]:

@@ -1,12 +1,15 @@
 """Running a pass over the log: in this process, or over chunks of a big log in worker processes.
 
-A pass is the windowed one (:class:`~lingyi.stats.aggregate.Aggregator`) or the one that
-builds the rollup (:class:`~lingyi.stats.builder.RollupBuilder`). A log over
-:data:`PARALLEL_MIN_BYTES` is cut into byte ranges at line starts, each counted by a worker
-process (one per CPU, at most :data:`MAX_WORKERS`), and the chunks are merged in order, the
-chain link between chunks included, so the result is the one a single pass gives. Progress
-(bytes done, bytes total) is reported to the caller's thread: workers send theirs through a
-queue that this process drains while it waits.
+A pass is the windowed one (:class:`~lingyi.stats.aggregate.WindowsPass`: the period and
+the one before in one read) or the one that builds the rollup
+(:class:`~lingyi.stats.builder.RollupBuilder`). A log over :data:`PARALLEL_MIN_BYTES` is
+cut into byte ranges of about :data:`CHUNK_BYTES` at line starts, counted by worker
+processes (one per CPU, at most :data:`MAX_WORKERS`) that take the next range as they finish
+one, so that the ranges where records are parsed (the window, at the end of the log) are
+shared out instead of falling to one worker; the chunks are merged in order, the chain link
+between chunks included, so the result is the one a single pass gives. Progress (bytes
+done, bytes total) is reported to the caller's thread: workers send theirs through a queue
+that this process drains while it waits.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -26,7 +29,7 @@ from lingyi._logging import get_logger
 from lingyi.log.chain import GENESIS
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import raw_lines
-from lingyi.stats.aggregate import Aggregator, LogPass
+from lingyi.stats.aggregate import LogPass, WindowsPass
 from lingyi.stats.builder import RollupBuilder
 from lingyi.stats.days import ZoneDays
 from lingyi.stats.window import Window
@@ -37,6 +40,7 @@ Progress = Callable[[int, int], None]  # (bytes done, bytes total)
 
 PARALLEL_MIN_BYTES = 256 << 20  # below this, starting workers costs more than it saves
 CHUNK_BYTES = 32 << 20
+MAX_CHUNKS = 256  # a range each; more only adds merges
 MAX_WORKERS = 8
 PROGRESS_BYTES = 4 << 20  # how often a pass reports how far it got
 _POLL_S = 0.2
@@ -47,24 +51,23 @@ class Task:
     """One byte range of the log to count; ``end`` None reads to the end (appends included).
 
     With ``zones`` (name and zone of each), the range is counted for the rollup, into the
-    local days of each zone; otherwise for ``window`` and ``member``.
+    local days of each zone; otherwise for each of ``windows`` and ``member``.
     """
 
     index: int
     path: Path
     start: int
     end: int | None
-    window: Window | None
+    windows: tuple[Window, ...]
     member: str | None
     keys: KeyRing | None = None  # the log's keys: MACs checked as log verify does
     zones: tuple[tuple[str, tzinfo], ...] = ()
 
-    def new_pass(self) -> LogPass:
+    def new_pass(self) -> LogPass | WindowsPass:
         prev = GENESIS if self.start == 0 else None
         if self.zones:
             return RollupBuilder([ZoneDays(n, z) for n, z in self.zones], prev, self.keys)
-        assert self.window is not None
-        return Aggregator(self.window, self.member, prev, self.keys)
+        return WindowsPass(self.windows, self.member, prev, self.keys)
 
 
 def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[Any, int]:
@@ -84,22 +87,23 @@ def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[
     return agg, lineno
 
 
-def run_pass(
+def run_windows(
     path: Path,
-    window: Window,
+    windows: Sequence[Window],
     member: str | None,
-    workers: int | None = None,
+    chunks: int | None = None,
     progress: Progress | None = None,
     keys: KeyRing | None = None,
-) -> Aggregator:
-    """The aggregator of the whole log at ``path`` (a missing log counts as empty)."""
+) -> WindowsPass:
+    """One pass over the whole log at ``path`` for each of ``windows`` (a missing log counts
+    as empty); ``chunks`` forces the number of byte ranges (1: in this process)."""
     size = _size(path)
     tasks = [
-        Task(i, path, a, b, window, member, keys)
-        for i, (a, b) in enumerate(_split(path, size, workers or _auto_workers(size)))
+        Task(i, path, a, b, tuple(windows), member, keys)
+        for i, (a, b) in enumerate(_split(path, size, chunks or _auto_chunks(size)))
     ]
-    agg: Aggregator = _run(tasks, size, progress)[0]
-    return agg
+    found: WindowsPass = _run(tasks, size, progress)[0]
+    return found
 
 
 def run_rollup_pass(
@@ -112,9 +116,9 @@ def run_rollup_pass(
 ) -> tuple[RollupBuilder, int]:
     """The rollup builder of the log's first ``end`` bytes (a line boundary), and its lines."""
     named = tuple((z.name, z.zone) for z in zones)
-    ranges = _split(path, end, workers or _auto_workers(end))
+    ranges = _split(path, end, workers or _auto_chunks(end))
     tasks = [
-        Task(i, path, a, b if b is not None else end, None, None, keys, named)
+        Task(i, path, a, b if b is not None else end, (), None, keys, named)
         for i, (a, b) in enumerate(ranges)
     ]
     builder, lines = _run(tasks, end, progress)
@@ -178,13 +182,14 @@ def _scan_in_worker(task: Task) -> tuple[Any, int]:
 
 
 def run_workers(tasks: list[Task], update: Callable[[int, int], None]) -> list[tuple[Any, int]]:
-    """Count every task in its own process; results in task order."""
+    """Count the tasks in worker processes (one per CPU), each task as a worker comes free;
+    results in task order."""
     # spawn, not fork: the MCP server calls stats from a process with threads.
     context = multiprocessing.get_context("spawn")
     channel = context.Queue()
     try:
         with ProcessPoolExecutor(
-            max_workers=len(tasks),
+            max_workers=min(len(tasks), _cpus(), MAX_WORKERS),
             mp_context=context,
             initializer=_init_worker,
             initargs=(channel,),
@@ -215,11 +220,17 @@ def _drain(channel: Any, update: Callable[[int, int], None]) -> None:
         update(index, done)
 
 
-def _auto_workers(size: int) -> int:
-    if size < PARALLEL_MIN_BYTES:
-        return 1
+def _cpus() -> int:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cpus or 1, MAX_WORKERS, size // CHUNK_BYTES))
+    return cpus or 1
+
+
+def _auto_chunks(size: int) -> int:
+    """One range below :data:`PARALLEL_MIN_BYTES` or on one CPU, else ranges of about
+    :data:`CHUNK_BYTES` (a few per worker, so that the costly ones are shared out)."""
+    if size < PARALLEL_MIN_BYTES or _cpus() < 2:
+        return 1
+    return max(2, min(MAX_CHUNKS, size // CHUNK_BYTES))
 
 
 def _split(path: Path, size: int, parts: int) -> list[tuple[int, int | None]]:
