@@ -111,3 +111,38 @@ def test_an_event_below_the_level_does_not_load_structlog(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(loads)
     assert ("kb indexed 知识库" in done.stderr) == loads
+
+
+# (what the embedding program did first, event level, text, on stderr?, on stdout?)
+LIBRARY_CASES = [
+    ("", "warning", "库 warning 未配置", True, False),
+    ("", "error", "library error, nothing configured", True, False),
+    ("", "debug", "库 debug hidden", False, False),
+    ("own", "info", "app's own structlog 配置", False, True),
+]  # fmt: skip
+
+LIBRARY_PROBE = """
+import structlog, sys
+if {setup!r} == "own":  # the embedding program's own structlog set-up: to stdout, from INFO
+    structlog.configure(
+        processors=[structlog.processors.KeyValueRenderer()],
+        wrapper_class=structlog.make_filtering_bound_logger(20),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+    )
+from lingyi import _logging
+getattr(_logging.get_logger(), {level!r})({text!r})
+"""
+
+
+@pytest.mark.parametrize(("setup", "level", "text", "err", "out"), LIBRARY_CASES)
+def test_lingyi_as_a_library_logs_to_stderr_unless_the_program_set_up_structlog(
+    setup: str, level: str, text: str, err: bool, out: bool
+) -> None:
+    """Used as a library (no ``configure``), lingyi's warnings go to stderr at WARNING, never
+    to stdout where structlog's own default would put them (a program's stdout may be a
+    protocol); a program that configured structlog itself keeps its own set-up."""
+    code = LIBRARY_PROBE.format(setup=setup, level=level, text=text)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (text in done.stderr) == err
+    assert (text in done.stdout) == out

@@ -64,11 +64,14 @@ def _apply(level: int) -> None:
 
 
 def _structlog() -> Any:
-    """structlog, configured as :func:`configure` last asked (if it did)."""
+    """structlog, configured as :func:`configure` last asked; when nothing configured it (lingyi
+    used as a library), WARNING to stderr, since structlog's own default writes to stdout."""
     import structlog
 
     if _pending:
         _apply(_pending[0])
+    elif not structlog.is_configured():  # lingyi used as a library: stderr, never stdout
+        _apply(logging.WARNING)
     return structlog
 
 
