@@ -51,7 +51,7 @@ from lingyi.policy import (
 from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
 from lingyi.server.executors import IMPLEMENTATIONS, Implementation
 from lingyi.server.notifications import notify
-from lingyi.server.schemas import flat_schema
+from lingyi.server.schemas import flat_schema, model_key, schema_file, shipped_schema
 from lingyi.server.wire import (
     AnswerOutputs,
     Guarded,
@@ -223,8 +223,7 @@ class ToolTable:
     ) -> Tool:
         # Published flat (cheaper for every client to validate), and not validated again by the
         # SDK: the result was built from these very models (lingyi.server.wire).
-        derived = FuncMetadata(arg_model=RawArguments, output_model=output).output_schema
-        meta = FuncMetadata(arg_model=RawArguments, output_schema=flat_schema(derived or {}))
+        meta = FuncMetadata(arg_model=RawArguments, output_schema=output_schema(output))
         return Tool(
             fn=fn,
             name=name,
@@ -490,6 +489,34 @@ def _json_text(data: Mapping[str, Any]) -> list[TextContent]:
 
 def _error(data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=_json_text(data), structured_content=data, is_error=True)
+
+
+# --- output schemas: shipped, derived only for a model the shipped file does not have -----
+
+
+def output_schema(model: Any) -> dict[str, Any]:
+    """The schema published for results of ``model``: the shipped one, else derived now."""
+    shipped = shipped_schema(model)
+    return shipped if shipped is not None else derived_schema(model)
+
+
+def derived_schema(model: Any) -> dict[str, Any]:
+    """What the SDK derives for ``model`` (pydantic's generator), published flat."""
+    derived = FuncMetadata(arg_model=RawArguments, output_model=model).output_schema
+    return flat_schema(derived or {})
+
+
+def output_models() -> list[Any]:
+    """The output model of every tool the guard itself serves (each once): what is shipped.
+    An upstream's tools have ``Guarded[UpstreamResult]``."""
+    models = [i.output for i in IMPLEMENTATIONS.values()]
+    models += [out for _, out in _OWN.values()] + [Guarded[UpstreamResult]]
+    return list(dict.fromkeys(models))
+
+
+def schemas_file() -> str:
+    """The shipped file's text as the models derive it now (``python tests/test_docs.py``)."""
+    return schema_file({str(model_key(m)): derived_schema(m) for m in output_models()})
 
 
 # --- served tools and policy tools must match --------------------------------------------
