@@ -36,8 +36,6 @@ from lingyi._logging import get_logger
 from lingyi.approvals.tool import ApprovalAnswer, approve_tool
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import BackendError, ConfigError, LingyiError, LogError
-from lingyi.gateway import Gateway, ServedTool, UpstreamResult
-from lingyi.gateway.merge import merged_spec, unknown_policy_args
 from lingyi.kinds import kind_of
 from lingyi.models import Assertion, AssertionType, Decision, Evidence, ToolCall
 from lingyi.policy import (
@@ -67,6 +65,8 @@ from lingyi.server.wire import (
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
+
+    from lingyi.gateway import Gateway, ServedTool, UpstreamResult
 
 log = get_logger()
 
@@ -170,6 +170,9 @@ class ToolTable:
             self._tools[name] = self._upstream_tool(policies, name, served)
 
     def _upstream_tool(self, policies: PolicySet, name: str, served: ServedTool) -> Tool:
+        from lingyi.gateway import UpstreamResult  # loaded with the gateway (upstreams only)
+        from lingyi.gateway.merge import merged_spec
+
         owner = policies.tool_owner(name)
         spec = owner.tools[name] if owner else merged_spec(ToolSpec(), served.tool)
         return self._tool(name, spec, _guarded(name, _upstream(name)), Guarded[UpstreamResult])
@@ -509,6 +512,8 @@ def derived_schema(model: Any) -> dict[str, Any]:
 def output_models() -> list[Any]:
     """The output model of every tool the guard itself serves (each once): what is shipped.
     An upstream's tools have ``Guarded[UpstreamResult]``."""
+    from lingyi.gateway import UpstreamResult
+
     models = [i.output for i in IMPLEMENTATIONS.values()]
     models += [out for _, out in _OWN.values()] + [Guarded[UpstreamResult]]
     return list(dict.fromkeys(models))
@@ -569,6 +574,8 @@ def _arg_mismatch(where: str, spec: ToolSpec, impl: Implementation) -> list[str]
 def upstream_problems(policies: PolicySet, gateway: Gateway) -> list[str]:
     """Upstream tools no policy mentions (not served), and policies of upstream tools the
     upstream does not list or whose arguments it does not declare."""
+    from lingyi.gateway.merge import unknown_policy_args
+
     found = [
         f"{name}: listed by its upstream, but no member policy mentions it, so it is not served"
         for name in gateway.unowned(policies)
