@@ -151,6 +151,22 @@ def test_a_file_made_by_other_versions_is_not_used(
         assert output_schema(model) == derived_schema(model)
 
 
+def test_an_sdk_without_metadata_means_deriving(
+    monkeypatch: pytest.MonkeyPatch, fresh_file: None
+) -> None:
+    """An SDK installed without its package metadata (vendored): its version is unknown, so
+    the file is not trusted, and the server still starts with the derived schemas."""
+    import importlib.metadata
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert schemas.versions()["mcp"] == ""
+    assert shipped_schema(Verdict) is None
+    assert output_schema(Verdict) == derived_schema(Verdict)
+
+
 @pytest.mark.parametrize("text", [None, "", "{not json", "[]", '{"schemas": 1}'])
 def test_a_missing_or_damaged_file_means_deriving(
     monkeypatch: pytest.MonkeyPatch, fresh_file: None, tmp_path: Path, text: str | None

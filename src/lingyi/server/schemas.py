@@ -103,11 +103,15 @@ def model_key(model: Any) -> str | None:
 
 def versions() -> dict[str, str]:
     """What the schemas are derived by: a shipped file made by others is not used."""
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
     import pydantic
 
-    return {"pydantic": pydantic.VERSION, "mcp": version("mcp")}
+    try:
+        sdk = version("mcp")
+    except PackageNotFoundError:  # no metadata (a vendored SDK): no file matches, so derive
+        sdk = ""
+    return {"pydantic": pydantic.VERSION, "mcp": sdk}
 
 
 def schema_file(schemas: dict[str, dict[str, Any]]) -> str:
