@@ -1,7 +1,9 @@
 """The generated references in docs/ match the code they describe.
 
 ``docs/configuration.md`` comes from the config models and ``docs/checks.md`` from the check
-registry and the shipped policies. When a key, a default, a check or a parameter changes, run
+registry and the shipped policies; ``src/lingyi/server/output_schemas.json`` (the tools' output
+schemas the server publishes without deriving them at start) from the tools' result models.
+When a key, a default, a check, a parameter or a result model changes, run
 ``python tests/test_docs.py`` to rewrite them and commit the result with the change.
 """
 
@@ -26,23 +28,30 @@ from lingyi.cli._reference import (
 )
 from lingyi.config import ConfigFile, defaults_dir
 from lingyi.policy import load_policies
+from lingyi.server.tools import schemas_file
 
 ROOT = Path(__file__).resolve().parent.parent  # not from tests.conftest: this file also runs alone
 SHIPPED_POLICIES = defaults_dir() / "validators"
 CONFIG_DOC = ROOT / "docs" / "configuration.md"
 CHECKS_DOC = ROOT / "docs" / "checks.md"
+SCHEMAS = ROOT / "src" / "lingyi" / "server" / "output_schemas.json"
 REGENERATE = "stale: run `python tests/test_docs.py` and commit the result"
 
 
 def generated() -> dict[Path, str]:
     """Each generated document and its text, from the code as it is now."""
     entries = check_entries(load_policies(SHIPPED_POLICIES), builtin_only=True)
-    return {CONFIG_DOC: config_markdown(), CHECKS_DOC: checks_markdown(entries)}
+    return {
+        CONFIG_DOC: config_markdown(),
+        CHECKS_DOC: checks_markdown(entries),
+        SCHEMAS: schemas_file(),
+    }
 
 
-@pytest.mark.parametrize("doc", [CONFIG_DOC, CHECKS_DOC], ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", [CONFIG_DOC, CHECKS_DOC, SCHEMAS], ids=lambda p: p.name)
 def test_generated_docs_are_current(doc: Path) -> None:
-    """A document in docs/ is exactly what the code generates today."""
+    """A document in docs/ (and the shipped output schemas) is exactly what the code generates
+    today: a result model changed without regenerating fails here."""
     assert doc.read_text(encoding="utf-8") == generated()[doc], f"{doc.name} is {REGENERATE}"
 
 

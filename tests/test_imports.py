@@ -13,11 +13,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_server import deploy
+from tests.gateway_kit import git_deployment
+from tests.test_server import MISMATCHES, _edit, deploy, own_policies
 
 # Top-level packages of the server stack and the HTTP clients.
 SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "uvicorn", "httpx", "httpx2")
@@ -30,6 +32,12 @@ ON_DEMAND = ("git", "anthropic", "markdown_it", "opentelemetry", "google")
 # OpenTelemetry API are not here: the SDK's own server modules import them, for a bare server
 # just the same; our telemetry's SDK and exporter are "google" — protobuf — and beyond.)
 NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "google")
+# lingyi's own server modules a stdio serve of the shipped config does not need before it
+# answers: the gateway (only with [[upstreams]] configured, which the shipped config has none
+# of). The others (approvals, telemetry, listchanged, notifications, resources, sessions,
+# auth, transports) load: declared capabilities, handlers registered before initialize, or
+# the path of every call (BENCHMARKS.md, "Part S3").
+OWN_NOT_AT_START = ("lingyi.gateway",)
 # Not loaded by verify, replay and log unless something is logged (nothing is, here): structlog
 # and the asyncio its package imports (lingyi._logging loads it with the first event).
 LOGGING = ("structlog", "asyncio")
@@ -116,7 +124,17 @@ def test_the_stdio_server_starts_without_what_its_first_request_does_not_need(
 ) -> None:
     """``lingyi serve`` builds the whole server (policies, tools, resources) and serves stdio
     until its input closes, without importing GitPython, jsonschema, httpx, the judge's client
-    or markdown-it: each loads when the call that needs it comes."""
+    or markdown-it: each loads when the call that needs it comes; nor lingyi's gateway (no
+    upstream is configured)."""
+    report, stderr = served(config)
+    assert report["code"] == 0, stderr
+    assert {"mcp", "lingyi"} <= set(report["loaded"])  # the server really was built
+    assert sorted(set(report["loaded"]) & set(NOT_AT_START)) == []
+    assert _own(report, OWN_NOT_AT_START) == []
+
+
+def served(config: str) -> tuple[dict[str, Any], str]:
+    """``lingyi serve`` over stdio with nothing on its input: the probe's report, stderr."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "--config", config, "serve"],
         capture_output=True,
@@ -124,10 +142,37 @@ def test_the_stdio_server_starts_without_what_its_first_request_does_not_need(
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["code"] == 0, done.stderr
-    assert {"mcp", "lingyi"} <= set(report["loaded"])  # the server really was built
-    assert sorted(set(report["loaded"]) & set(NOT_AT_START)) == []
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def _own(report: dict[str, Any], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in report["lingyi"] if m.startswith(prefixes))
+
+
+def test_the_gateway_loads_when_an_upstream_is_configured(tmp_path: Path) -> None:
+    """The other side: with the git upstream configured, serve loads the gateway at start
+    (it connects to and lists its upstreams before answering, as before)."""
+    dep = git_deployment(tmp_path / "deploy")
+    report, stderr = served(str(dep.config_path))
+    assert report["code"] == 0, stderr
+    assert "lingyi.gateway.gateway" in _own(report, OWN_NOT_AT_START)
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "fragments"), MISMATCHES[:2], ids=["unserved", "undeclared"]
+)
+def test_a_policy_the_tools_do_not_match_still_refuses_to_start(
+    tmp_path: Path, file: str, old: str, new: str, fragments: list[str]
+) -> None:
+    """What is loaded later changes no refusal: a policy tool nothing serves, or a served
+    tool no policy declares, still stops ``lingyi serve`` before it answers, with the
+    mismatch named on stderr (and without the gateway loaded)."""
+    dep = deploy(tmp_path / "deploy")
+    _edit(own_policies(dep), file, old, new)
+    report, stderr = served(str(dep.config_path))
+    assert report["code"] != 0
+    assert all(fragment in stderr for fragment in fragments), stderr
+    assert _own(report, OWN_NOT_AT_START) == []
 
 
 def test_every_command_is_listed_and_runs_lazily() -> None:

@@ -25,7 +25,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -43,7 +43,6 @@ from lingyi.backends.traces import TraceBackend
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError, LogError
-from lingyi.gateway import Gateway, Listing
 from lingyi.guard import Guard, kb_lookup, open_kb
 from lingyi.ledger import Ledger, LedgerLimits
 from lingyi.log.records import OutcomeRecord
@@ -69,6 +68,9 @@ from lingyi.server.wire import (
     success,
     verdict_of,
 )
+
+if TYPE_CHECKING:
+    from lingyi.gateway import Gateway, Listing
 
 log = get_logger()
 
@@ -376,6 +378,8 @@ def _gateway(app: GuardApp, config: Config) -> Gateway | None:
     """The upstreams, connected and listed; their schemas merged into every policy set."""
     if not config.raw.upstreams:
         return None
+    from lingyi.gateway import Gateway  # with upstreams only: the shipped config has none
+
     gateway = Gateway(config)
     app.guard.layer.extend_policies(gateway.extend)
     gateway.on_update = app.upstream_changed  # tools/list_changed found a difference

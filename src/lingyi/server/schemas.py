@@ -18,6 +18,9 @@ round"). The published schema is the same set of instances written without eithe
 
 from __future__ import annotations
 
+import functools
+import json
+from importlib import resources
 from typing import Any
 
 _ANNOTATIONS = frozenset({"title", "description", "default"})
@@ -73,3 +76,76 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     annotations = {k: v for k, v in obj.items() if k in _ANNOTATIONS}
     constraints = {k: v for k, v in obj.items() if k in _OBJECT_ONLY}
     return {**annotations, **rest, **constraints, "type": ["object", "null"]}
+
+
+# --- the shipped schemas -----------------------------------------------------------------
+# Deriving the 14 output models' schemas is pydantic's JSON-schema generator, ~80 ms of every
+# start (BENCHMARKS.md, "Part S3"); the published schemas depend only on the models, pydantic
+# and the SDK's generator, so they are generated once (``python tests/test_docs.py``) and
+# shipped. tests/test_docs.py fails when the file differs from what the models derive now.
+
+SHIPPED = "output_schemas.json"
+
+
+def model_key(model: Any) -> str | None:
+    """A stable name for an output model (``lingyi.server.wire.Guarded[lingyi...SearchHits]``),
+    or ``None`` for one that has none (a class defined inside a function)."""
+    meta = getattr(model, "__pydantic_generic_metadata__", None)
+    if meta and meta.get("origin") is not None:  # Guarded[X]: named by its origin and X
+        parts = [model_key(meta["origin"]), *(model_key(a) for a in meta["args"])]
+        names = [p for p in parts if p is not None]
+        return f"{names[0]}[{', '.join(names[1:])}]" if len(names) == len(parts) else None
+    if isinstance(model, type):
+        name = f"{model.__module__}.{model.__qualname__}"
+        return None if "<locals>" in name else name
+    return repr(model)  # dict[str, typing.Any]
+
+
+def versions() -> dict[str, str]:
+    """What the schemas are derived by: a shipped file made by others is not used."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import pydantic
+
+    try:
+        sdk = version("mcp")
+    except PackageNotFoundError:  # no metadata (a vendored SDK): no file matches, so derive
+        sdk = ""
+    return {"pydantic": pydantic.VERSION, "mcp": sdk}
+
+
+def schema_file(schemas: dict[str, dict[str, Any]]) -> str:
+    """The text of the shipped file: the versions it was derived by, and each model's schema
+    (flat, as published), in the order the models were given."""
+    body = {"generated_by": "python tests/test_docs.py", **versions(), "schemas": schemas}
+    return json.dumps(body, ensure_ascii=False, indent=1) + "\n"
+
+
+@functools.cache
+def _shipped() -> dict[str, Any]:
+    try:
+        text = (resources.files(__package__) / SHIPPED).read_text(encoding="utf-8")
+        body = json.loads(text)
+    except (OSError, ValueError):  # not shipped (a partial install): every schema is derived
+        return {}
+    if not isinstance(body, dict) or any(body.get(k) != v for k, v in versions().items()):
+        return {}  # another pydantic or SDK may derive other schemas: derive them all
+    schemas = body.get("schemas")
+    return schemas if isinstance(schemas, dict) else {}
+
+
+def shipped_schema(model: Any) -> dict[str, Any] | None:
+    """The published schema of ``model`` from the shipped file (a fresh copy), or ``None``
+    when the file does not have it: an upstream's or a plugin's model is derived."""
+    key = model_key(model)
+    found = _shipped().get(key) if key is not None else None
+    return _copied(found) if isinstance(found, dict) else None
+
+
+def _copied(node: Any) -> Any:
+    """A copy of parsed JSON (each tool owns its schema, as when each was derived)."""
+    if isinstance(node, dict):
+        return {k: _copied(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_copied(v) for v in node]
+    return node

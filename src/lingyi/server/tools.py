@@ -36,8 +36,6 @@ from lingyi._logging import get_logger
 from lingyi.approvals.tool import ApprovalAnswer, approve_tool
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import BackendError, ConfigError, LingyiError, LogError
-from lingyi.gateway import Gateway, ServedTool, UpstreamResult
-from lingyi.gateway.merge import merged_spec, unknown_policy_args
 from lingyi.kinds import kind_of
 from lingyi.models import Assertion, AssertionType, Decision, Evidence, ToolCall
 from lingyi.policy import (
@@ -51,7 +49,7 @@ from lingyi.policy import (
 from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
 from lingyi.server.executors import IMPLEMENTATIONS, Implementation
 from lingyi.server.notifications import notify
-from lingyi.server.schemas import flat_schema
+from lingyi.server.schemas import flat_schema, model_key, schema_file, shipped_schema
 from lingyi.server.wire import (
     AnswerOutputs,
     Guarded,
@@ -67,6 +65,8 @@ from lingyi.server.wire import (
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
+
+    from lingyi.gateway import Gateway, ServedTool, UpstreamResult
 
 log = get_logger()
 
@@ -170,6 +170,9 @@ class ToolTable:
             self._tools[name] = self._upstream_tool(policies, name, served)
 
     def _upstream_tool(self, policies: PolicySet, name: str, served: ServedTool) -> Tool:
+        from lingyi.gateway import UpstreamResult  # loaded with the gateway (upstreams only)
+        from lingyi.gateway.merge import merged_spec
+
         owner = policies.tool_owner(name)
         spec = owner.tools[name] if owner else merged_spec(ToolSpec(), served.tool)
         return self._tool(name, spec, _guarded(name, _upstream(name)), Guarded[UpstreamResult])
@@ -223,8 +226,7 @@ class ToolTable:
     ) -> Tool:
         # Published flat (cheaper for every client to validate), and not validated again by the
         # SDK: the result was built from these very models (lingyi.server.wire).
-        derived = FuncMetadata(arg_model=RawArguments, output_model=output).output_schema
-        meta = FuncMetadata(arg_model=RawArguments, output_schema=flat_schema(derived or {}))
+        meta = FuncMetadata(arg_model=RawArguments, output_schema=output_schema(output))
         return Tool(
             fn=fn,
             name=name,
@@ -492,6 +494,36 @@ def _error(data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=_json_text(data), structured_content=data, is_error=True)
 
 
+# --- output schemas: shipped, derived only for a model the shipped file does not have -----
+
+
+def output_schema(model: Any) -> dict[str, Any]:
+    """The schema published for results of ``model``: the shipped one, else derived now."""
+    shipped = shipped_schema(model)
+    return shipped if shipped is not None else derived_schema(model)
+
+
+def derived_schema(model: Any) -> dict[str, Any]:
+    """What the SDK derives for ``model`` (pydantic's generator), published flat."""
+    derived = FuncMetadata(arg_model=RawArguments, output_model=model).output_schema
+    return flat_schema(derived or {})
+
+
+def output_models() -> list[Any]:
+    """The output model of every tool the guard itself serves (each once): what is shipped.
+    An upstream's tools have ``Guarded[UpstreamResult]``."""
+    from lingyi.gateway import UpstreamResult
+
+    models = [i.output for i in IMPLEMENTATIONS.values()]
+    models += [out for _, out in _OWN.values()] + [Guarded[UpstreamResult]]
+    return list(dict.fromkeys(models))
+
+
+def schemas_file() -> str:
+    """The shipped file's text as the models derive it now (``python tests/test_docs.py``)."""
+    return schema_file({str(model_key(m)): derived_schema(m) for m in output_models()})
+
+
 # --- served tools and policy tools must match --------------------------------------------
 
 
@@ -542,6 +574,8 @@ def _arg_mismatch(where: str, spec: ToolSpec, impl: Implementation) -> list[str]
 def upstream_problems(policies: PolicySet, gateway: Gateway) -> list[str]:
     """Upstream tools no policy mentions (not served), and policies of upstream tools the
     upstream does not list or whose arguments it does not declare."""
+    from lingyi.gateway.merge import unknown_policy_args
+
     found = [
         f"{name}: listed by its upstream, but no member policy mentions it, so it is not served"
         for name in gateway.unowned(policies)
