@@ -143,7 +143,11 @@ def shipped_schema(model: Any) -> dict[str, Any] | None:
 
 
 def _copied(node: Any) -> Any:
-    """A copy of parsed JSON (each tool owns its schema, as when each was derived)."""
+    """A copy of parsed JSON (each tool owns its schema, as when each was derived).
+
+    Not ``copy.deepcopy``: its memo and type dispatch make it about 2.5× slower here (0.75
+    against 2.0 ms for the 15 shipped schemas), on the start path this file exists to shorten.
+    """
     if isinstance(node, dict):
         return {k: _copied(v) for k, v in node.items()}
     if isinstance(node, list):
