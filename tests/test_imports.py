@@ -28,10 +28,11 @@ SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "uvicorn", "ht
 ON_DEMAND = ("git", "anthropic", "markdown_it", "opentelemetry", "google")
 # What the stdio server does not need to answer its first request: GitPython (the first git
 # call), jsonschema (the first tool call checked), HTTP clients of lingyi's own (a trace
-# backend, when configured), the judge, Markdown (an answer). (uvicorn, Starlette and the
+# backend, when configured), the judge, Markdown (an answer), filelock (the first record
+# appended: the log's start-up check reads its tail without the lock). (uvicorn, Starlette and the
 # OpenTelemetry API are not here: the SDK's own server modules import them, for a bare server
 # just the same; our telemetry's SDK and exporter are "google" — protobuf — and beyond.)
-NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "google")
+NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "google", "filelock")
 # lingyi's own server modules a stdio serve of the shipped config does not need before it
 # answers: the gateway (only with [[upstreams]] configured, which the shipped config has none
 # of). The others (approvals, telemetry, listchanged, notifications, resources, sessions,
@@ -123,9 +124,9 @@ def test_the_stdio_server_starts_without_what_its_first_request_does_not_need(
     config: str,
 ) -> None:
     """``lingyi serve`` builds the whole server (policies, tools, resources) and serves stdio
-    until its input closes, without importing GitPython, jsonschema, httpx, the judge's client
-    or markdown-it: each loads when the call that needs it comes; nor lingyi's gateway (no
-    upstream is configured)."""
+    until its input closes, without importing GitPython, jsonschema, httpx, the judge's client,
+    markdown-it or filelock (its log holds records): each loads when the call that needs it
+    comes; nor lingyi's gateway (no upstream is configured)."""
     report, stderr = served(config)
     assert report["code"] == 0, stderr
     assert {"mcp", "lingyi"} <= set(report["loaded"])  # the server really was built
