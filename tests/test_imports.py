@@ -39,12 +39,16 @@ NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "googl
 # auth, transports) load: declared capabilities, handlers registered before initialize, or
 # the path of every call (BENCHMARKS.md, "Part S3"). Nor the log's appeals and query filters
 # (no appeal is filed, no query run; ``lingyi.log`` loads them with their first name), nor
-# the answer checks' Markdown reader (the first answer checked).
+# the answer checks' Markdown reader (the first answer checked), nor the knowledge base's
+# reading and indexing of files (opened on the first search).
 OWN_NOT_AT_START = (
     "lingyi.gateway",
     "lingyi.log.appeals",
     "lingyi.log.query",
     "lingyi.answers.markdown",
+    "lingyi.backends.kb.documents",
+    "lingyi.backends.kb.indexer",
+    "lingyi.backends.kb.watch",
 )
 # Not loaded by verify, replay and log unless something is logged (nothing is, here): structlog
 # and the asyncio its package imports (lingyi._logging loads it with the first event).
@@ -134,7 +138,7 @@ def test_the_stdio_server_starts_without_what_its_first_request_does_not_need(
     until its input closes, without importing GitPython, jsonschema, httpx, the judge's client,
     markdown-it or filelock (its log holds records): each loads when the call that needs it
     comes; nor lingyi's gateway (no upstream is configured), the log's appeals and query
-    modules or the answers' Markdown reader."""
+    modules, the answers' Markdown reader or the knowledge base's file indexing."""
     report, stderr = served(config)
     assert report["code"] == 0, stderr
     assert {"mcp", "lingyi"} <= set(report["loaded"])  # the server really was built
