@@ -11,8 +11,9 @@ file on every acquire (about 90 µs here); locking a kept descriptor costs about
 append, and a verification appends once.
 
 ``filelock`` is imported with the first lock taken, not with this module: it is 8–14 ms of
-every ``lingyi serve`` start (its package imports its asyncio and soft-lock classes too),
-and the server takes no lock before its first tool call.
+every ``lingyi serve`` start (its package builds its whole family of lock classes, not only
+the two descriptor functions used here), and the server takes no lock before its first
+tool call.
 """
 
 from __future__ import annotations
