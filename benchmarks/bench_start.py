@@ -6,7 +6,9 @@ Interleaved in one run, ``--runs`` times each, so load on the machine touches al
 - ``lingyi verify``: one assertion verified and logged, the process's whole wall time;
 - ``lingyi serve``: from spawning the process to the answer of ``initialize`` (a real MCP
   client over stdio), against the same for ``benchmarks/bare_server.py`` (the same SDK and
-  knowledge base, no guard).
+  knowledge base, no guard); then the first ``tools/list`` right after, timed on its own
+  (every client sends it next; a start made cheaper by moving work into it is no gain). The
+  CPU time of a server is its whole process: start, that listing, and its exit.
 
 Medians and p90 of wall time in ms, the median and the least CPU time of the processes
 measured (steadier on a shared machine: the least is what the work costs when nothing else
@@ -60,18 +62,27 @@ def wall_ms(argv: list[str], src: Path | None = None) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-async def first_answer_ms(argv: list[str], src: Path | None = None) -> float:
-    """Spawn the server and complete the MCP handshake (initialize answered)."""
+# The first tools/list of each server step, in ms, beside its initialize (filled by serve()).
+LISTINGS: dict[str, list[float]] = {}
+
+
+async def first_answer_ms(argv: list[str], src: Path | None, listing: list[float]) -> float:
+    """Spawn the server and complete the MCP handshake (initialize answered); then time the
+    first tools/list into ``listing``."""
     params = stdio(argv)
     params.env = env_for(src)
     started = time.perf_counter()
-    async with Client(params):
+    async with Client(params) as client:
         elapsed = (time.perf_counter() - started) * 1000
+        listed = time.perf_counter()
+        await client.list_tools()
+        listing.append((time.perf_counter() - listed) * 1000)
     return elapsed
 
 
-def serve(argv: list[str], src: Path | None = None) -> Callable[[], float]:
-    run: Callable[[], Awaitable[float]] = lambda: first_answer_ms(argv, src)  # noqa: E731
+def serve(name: str, argv: list[str], src: Path | None = None) -> Callable[[], float]:
+    listing = LISTINGS.setdefault(name, [])
+    run: Callable[[], Awaitable[float]] = lambda: first_answer_ms(argv, src, listing)  # noqa: E731
     return lambda: anyio.run(run)
 
 
@@ -80,12 +91,12 @@ def measures(dep: Deployment, baseline: Path | None) -> dict[str, Callable[[], f
     steps = {
         "python -c pass": lambda: wall_ms([sys.executable, "-c", "pass"]),
         "lingyi verify": lambda: wall_ms([*lingyi, *VERIFY]),
-        "serve initialize": serve(dep.guarded()),
-        "bare initialize": serve(dep.bare()),
+        "serve initialize": serve("serve", dep.guarded()),
+        "bare initialize": serve("bare", dep.bare()),
     }
     if baseline is not None:  # the same two commands of an older checkout, interleaved
         steps["baseline verify"] = lambda: wall_ms([*lingyi, *VERIFY], baseline)
-        steps["baseline serve"] = serve(dep.guarded(), baseline)
+        steps["baseline serve"] = serve("baseline serve", dep.guarded(), baseline)
     return steps
 
 
@@ -139,6 +150,8 @@ def main() -> None:
         cpu: dict[str, list[float]] = {name: [] for name in steps}
         for step in steps.values():  # warm the disk cache and the bytecode
             step()
+        for listing in LISTINGS.values():
+            listing.clear()
         for r in range(args.runs):
             for name in list(steps) if r % 2 == 0 else list(reversed(steps)):
                 wall, used = timed(steps[name])
@@ -150,6 +163,10 @@ def main() -> None:
         f"{n:<18} median {med[n]:7.1f} ms  p90 {p90(v):7.1f} ms  "
         f"CPU median {statistics.median(cpu[n]):7.1f} ms  min {min(cpu[n]):7.1f} ms"
         for n, v in times.items()
+    ]
+    rows += [
+        f"first tools/list, {n:<14} median {statistics.median(v):6.2f} ms  p90 {p90(v):6.2f} ms"
+        for n, v in LISTINGS.items()
     ]
     rows.append(
         f"verify / python -c pass: {med['lingyi verify'] / med['python -c pass']:.2f}x; "

@@ -297,6 +297,22 @@ def test_a_keyed_log_refuses_a_writer_without_its_key(tmp_path: Path) -> None:
     assert len(records(path)) == 3
 
 
+@pytest.mark.parametrize("torn", [b'{"v": 1, "id": "x', b'{"kind": "verification", "key_id": "'])
+def test_the_key_check_at_open_reads_past_a_torn_tail(tmp_path: Path, torn: bytes) -> None:
+    """The check at open reads the tail without the lock (a server's start takes no lock): an
+    append in flight (a line not yet whole) is skipped, so a keyed log still refuses a plain
+    writer, and a plain log still opens for one."""
+    keyed, plain = tmp_path / "keyed.jsonl", tmp_path / "plain.jsonl"
+    write(keyed, 2, options(tmp_path, KEY_A, checkpoints=False))
+    write(plain, 2, LogOptions())
+    for path in (keyed, plain):
+        with path.open("ab") as out:
+            out.write(torn)
+    with pytest.raises(LogError, match=r"is keyed \(key [0-9a-f]{16}\)"):
+        VerificationLog(keyed)
+    VerificationLog(plain).close()
+
+
 def test_a_log_rewritten_without_any_key_fails_when_a_key_is_configured(tmp_path: Path) -> None:
     """A log whose every record is plain, checked with a key configured: the last record is
     not keyed, which only a rewrite (or no append since the key was set) explains."""

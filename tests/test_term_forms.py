@@ -77,3 +77,22 @@ def test_forms_of_another_key_corrupt_or_writable_by_others_are_not_used(
         os.chmod(fresh, 0o666)
     _forms._kept.cache_clear()
     assert found(TermMatcher(GROUPS)) == expected
+
+
+@pytest.mark.parametrize(
+    ("groups", "reads"),
+    [({}, 0), ({"道": []}, 0), ({"道": ["知道"]}, 1), ({"en": ["Taoism*"]}, 1)],
+    ids=["no-group", "no-term", "zh-term", "en-term"],
+)
+def test_only_a_matcher_with_terms_reads_the_kept_forms(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch, groups: dict[str, list[str]], reads: int
+) -> None:
+    """A matcher of no terms (a check module builds one at import, for an unset lexicon)
+    reads no kept forms and finds nothing; one with terms, Chinese or English, reads them."""
+    TermMatcher(GROUPS)  # the forms are kept
+    _forms._kept.cache_clear()
+    read: list[Path] = []
+    monkeypatch.setattr(_forms, "read_private", lambda path, key: read.append(path) or {})
+    matcher = TermMatcher(groups)
+    assert len(read) == reads
+    assert any(found(matcher)) == bool(reads)

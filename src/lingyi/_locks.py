@@ -9,16 +9,20 @@ log itself would make readers (stats, ``log tail``) fail while a writer holds it
 descriptor kept open instead of ``filelock.FileLock``: that class opens and closes the lock
 file on every acquire (about 90 µs here); locking a kept descriptor costs about 3 µs per
 append, and a verification appends once.
+
+``filelock`` is imported with the first lock taken, not with this module: it is 8–14 ms of
+every ``lingyi serve`` start (its package builds its whole family of lock classes, not only
+the two descriptor functions used here), and the server takes no lock before its first
+tool call.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-
-from filelock import lock_descriptor, unlock_descriptor
 
 # While another process holds the lock we retry this often: an append holds it for tens of
 # microseconds, so a short poll keeps contended appends fast without spinning hard.
@@ -40,11 +44,15 @@ class FileMutex:
         self.path = path
         self._thread_lock = threading.Lock()
         self._fd = -1
+        self._lock: Callable[..., object] | None = None  # filelock's, bound on first use
+        self._unlock: Callable[[int], None] = _no_unlock
 
     def __enter__(self) -> FileMutex:
         self._thread_lock.acquire()
         try:
-            lock_descriptor(self._descriptor(), poll_interval=POLL_S)
+            if self._lock is None:
+                self._lock, self._unlock = _filelock()
+            self._lock(self._descriptor(), poll_interval=POLL_S)
         except BaseException:
             self._thread_lock.release()
             raise
@@ -57,7 +65,7 @@ class FileMutex:
         traceback: TracebackType | None,
     ) -> None:
         try:
-            unlock_descriptor(self._fd)
+            self._unlock(self._fd)
         finally:
             self._thread_lock.release()
 
@@ -74,3 +82,14 @@ class FileMutex:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+
+
+def _filelock() -> tuple[Callable[..., object], Callable[[int], None]]:
+    """filelock's descriptor lock and unlock, imported now (see the module docstring)."""
+    from filelock import lock_descriptor, unlock_descriptor
+
+    return lock_descriptor, unlock_descriptor
+
+
+def _no_unlock(fd: int) -> None:
+    """Before the first ``__enter__`` nothing is locked, so there is nothing to release."""

@@ -35,7 +35,8 @@ log = get_logger()
 
 
 class CouncilMessage(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+    # Built on first use (the council record read, a message posted), not at start.
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="ignore")
 
     id: str = Field(default_factory=new_id)
     sender: str = Field(alias="from")

@@ -22,12 +22,15 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from lingyi.answers.markdown import Fence, Parsed, mermaid_problems, mermaid_type, parse
 from lingyi.checks._registry import CheckContext, CheckParams, Outcome, Regex, fail, ok, register
 from lingyi.checks.evidence import urls_written
 from lingyi.ledger import SessionLedger
 from lingyi.text import canonical, canonical_text, fold_look_alikes
+
+if TYPE_CHECKING:  # the parser loads with the first answer checked, not with the registry
+    from lingyi.answers.markdown import Fence, Parsed
 
 
 class NoParams(CheckParams):
@@ -36,6 +39,8 @@ class NoParams(CheckParams):
 
 def _forms(ctx: CheckContext) -> list[Parsed]:
     """The answer as written and in canonical form (cased: URLs keep their case)."""
+    from lingyi.answers.markdown import parse
+
     written, canon = ctx.assertion.content, ctx.canon.cased
     return [parse(written)] if canon == written else [parse(written), parse(canon)]
 
@@ -96,6 +101,8 @@ def _mermaid_blocks(form: Parsed) -> list[Fence]:
 
 
 def _diagram(body: str, closed: bool, supported: dict[str, str]) -> list[str]:
+    from lingyi.answers.markdown import mermaid_problems, mermaid_type
+
     found = [] if closed else ["unclosed"]
     kind, lines = mermaid_type(body)
     if kind is None:
@@ -116,6 +123,8 @@ def cited_urls(ctx: CheckContext) -> tuple[list[str], list[str]]:
 def urls_cited(content: str, names: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     """(links, images) a text cites, canonical and cased: Markdown targets, HTML
     ``href``/``src`` and bare URLs in the text, each once."""
+    from lingyi.answers.markdown import parse
+
     parsed = parse(canonical(content, names).cased)
     images = [c.url for c in parsed.cited if c.image]
     links = [c.url for c in parsed.cited if not c.image]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from lingyi import messages
 from lingyi.approvals._book import ApprovalError
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 class ApprovalAnswer(BaseModel):
     """What approve_call did: the approval's new status, or why nothing was decided."""
+
+    # Built on first use (a call that returns it), not at a server's start.
+    model_config = ConfigDict(defer_build=True)
 
     ok: bool
     code: str | None = None

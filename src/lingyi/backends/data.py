@@ -107,6 +107,9 @@ def _check_url(url: str | None) -> None:
 class ColumnStats(BaseModel):
     """Descriptive statistics of one column; numeric and categorical fields are exclusive."""
 
+    # Built on first use (a call that returns it), not at a server's start.
+    model_config = ConfigDict(defer_build=True)
+
     kind: Literal["numeric", "categorical"]
     count: int
     missing: int = 0
@@ -124,6 +127,8 @@ class ColumnStats(BaseModel):
 
 class AccessResult(BaseModel):
     """Whether a source can be read, and its shape when it can."""
+
+    model_config = ConfigDict(defer_build=True)
 
     name: str
     kind: Kind
@@ -148,6 +153,8 @@ class AccessResult(BaseModel):
 
 class Analysis(BaseModel):
     """The result of ``DataRegistry.analyze``: per-column and optional per-group stats."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     source: str

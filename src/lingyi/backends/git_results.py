@@ -7,13 +7,16 @@ git call (:mod:`lingyi.backends.git`, which re-exports these).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from lingyi.models import Evidence
 
 
 class RepoState(BaseModel):
     """What a repository looks like right now (read-only snapshot)."""
+
+    # Built on first use (a call that returns it), not at a server's start.
+    model_config = ConfigDict(defer_build=True)
 
     path: str
     branch: str | None
@@ -26,6 +29,8 @@ class RepoState(BaseModel):
 
 
 class CommitResult(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     sha: str
     short_sha: str
     branch: str
@@ -38,6 +43,8 @@ class CommitResult(BaseModel):
 
 
 class BranchResult(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     sha: str
 
@@ -46,6 +53,8 @@ class BranchResult(BaseModel):
 
 
 class PushResult(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     remote: str
     branch: str
     sha: str
@@ -62,6 +71,8 @@ class PushResult(BaseModel):
 
 
 class AuditCommit(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     sha: str
     author: str
     date: str
@@ -69,6 +80,8 @@ class AuditCommit(BaseModel):
 
 
 class FileChange(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     path: str
     insertions: int
     deletions: int
@@ -76,6 +89,8 @@ class FileChange(BaseModel):
 
 
 class AuditReport(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     version: str
     previous: str | None

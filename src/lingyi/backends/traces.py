@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from lingyi.backends._trace_ids import trace_key
 from lingyi.errors import BackendError
@@ -61,6 +61,9 @@ def _scope_spans(batch: dict[str, Any]) -> int:
 class TraceHit(BaseModel):
     """One trace a search found."""
 
+    # Built on first use (a call that returns it), not at a server's start.
+    model_config = ConfigDict(defer_build=True)
+
     trace_id: str
     root_service: str = ""
     root_name: str = ""
@@ -75,6 +78,8 @@ class TraceHit(BaseModel):
 
 class TraceSearch(BaseModel):
     """What ``query_traces`` returns: the traces found, ids in their one form."""
+
+    model_config = ConfigDict(defer_build=True)
 
     service: str
     traces: list[TraceHit]

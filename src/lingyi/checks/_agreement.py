@@ -85,7 +85,7 @@ _TIMES = (
         r"\d+\s+(?:days?|weeks?|hours?|minutes?|months?|years?)\s+(?:ago|later|earlier|before|after)",
     ),
 )
-_TIME = tuple((words, re.compile(p, re.IGNORECASE)) for words, p in _TIMES)
+_TIME = tuple((words, lazy_re(p, re.IGNORECASE)) for words, p in _TIMES)
 _DIGITS = lazy_re(r"(?<![a-z0-9_.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*%)?", re.IGNORECASE)
 _COUNT = lazy_re(
     r"(\d+(?:,\d{3})*)\s*(?:篇|份|部|本|条(?!消息|记录|数据))|"
@@ -150,16 +150,16 @@ _FINDING = (
     r"(?:findings?|issues?|problems?|vulnerabilit(?:y|ies)|bugs?|defects?|问题|发现|漏洞|隐患|缺陷)"
 )
 _ABSENT = (
-    re.compile(rf"(?:没有|没|无|未|零)(?:发现|找到|检出|查出)?(?:任何)?的?{_SEV}?的?{_FINDING}"),
-    re.compile(rf"\b(?:no|zero|0)\s+(?:{_SEV}[- ]?(?:severity|risk)?\s+)?{_FINDING}"),
-    re.compile(rf"\bnone\s+(?:(?:are|is|were|was)\s+)?{_SEV}\b"),
-    re.compile(r"\b(?:found|reported|flagged|raised)\s+nothing\b|\bnothing\s+(?:found|flagged)\b"),
-    re.compile(r"\b(?:came back|comes back|is|was)\s+clean\b"),
+    lazy_re(rf"(?:没有|没|无|未|零)(?:发现|找到|检出|查出)?(?:任何)?的?{_SEV}?的?{_FINDING}"),
+    lazy_re(rf"\b(?:no|zero|0)\s+(?:{_SEV}[- ]?(?:severity|risk)?\s+)?{_FINDING}"),
+    lazy_re(rf"\bnone\s+(?:(?:are|is|were|was)\s+)?{_SEV}\b"),
+    lazy_re(r"\b(?:found|reported|flagged|raised)\s+nothing\b|\bnothing\s+(?:found|flagged)\b"),
+    lazy_re(r"\b(?:came back|comes back|is|was)\s+clean\b"),
 )
 _COUNTED = (
-    re.compile(rf"(\d+)\s*(?:个|项|条)?\s*{_SEV}?[- ]?(?:severity|risk)?\s*(?:的)?{_FINDING}"),
-    re.compile(rf"(\d+)\s+{_SEV}\b"),
-    re.compile(rf"{_SEV}\s*[:=]?\s*(\d+)\b"),
+    lazy_re(rf"(\d+)\s*(?:个|项|条)?\s*{_SEV}?[- ]?(?:severity|risk)?\s*(?:的)?{_FINDING}"),
+    lazy_re(rf"(\d+)\s+{_SEV}\b"),
+    lazy_re(rf"{_SEV}\s*[:=]?\s*(\d+)\b"),
 )
 
 

@@ -19,8 +19,6 @@ from typing import Any, Literal, TextIO
 
 import click
 
-from lingyi.log.query import pad, text_width
-
 ColorMode = Literal["auto", "always", "never"]
 DECISION_COLOURS = {"approved": "green", "rejected": "red", "fallback": "yellow"}
 
@@ -76,6 +74,8 @@ def _is_number(text: str) -> bool:
 
 def text_table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Columns padded to terminal width (CJK counts double); numbers right-aligned."""
+    from lingyi.log.query import pad, text_width  # not with every command (serve files none)
+
     cells = [[str(c) for c in row] for row in [head, *rows]]
     widths = [max(text_width(row[i]) for row in cells) for i in range(len(head))]
     right = [all(_is_number(row[i]) for row in cells[1:]) for i in range(len(head))]

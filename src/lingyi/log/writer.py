@@ -147,11 +147,15 @@ class VerificationLog:
 
     def _refuse_downgrade(self) -> None:
         """A keyed log is appended to with its key only: plain records after keyed ones
-        would read as a rewrite (and would be one, made by whoever removed the key)."""
+        would read as a rewrite (and would be one, made by whoever removed the key).
+
+        Read without the lock (so that a server's start does not import and take it before
+        its first call): records are only appended, a torn or taken-back line being written
+        now is skipped as after a crash, so this sees the log as it was just before any
+        append in flight, the same answer as waiting for the lock and checking first."""
         if self.options.keys is not None:
             return
-        with self._mutex:
-            key_id = _tail_state(self._fd, os.fstat(self._fd).st_size).key_id
+        key_id = _tail_state(self._fd, os.fstat(self._fd).st_size).key_id
         if key_id is not None:
             raise LogError(
                 f"the verification log {self.path} is keyed (key {key_id}), but no key is "

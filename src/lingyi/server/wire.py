@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from lingyi import messages
 from lingyi.backends.kb import KBHit
@@ -89,15 +89,22 @@ class Guarded(BaseModel, Generic[R]):
     an error result still conforms to the tool's output schema.
     """
 
+    # Built on first use (a call that returns it), not at a server's start.
+    model_config = ConfigDict(defer_build=True)
+
     verdict: Verdict
     result: R | None = None
 
 
 class SearchHits(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     hits: list[KBHit]
 
 
 class PostedMessage(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     sender: str
     content: str
@@ -105,12 +112,16 @@ class PostedMessage(BaseModel):
 
 
 class Source(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     url: str
     title: str
 
 
 class Signal(BaseModel):
     """One critic signal: the judge's score, the policy's threshold, whether it passed."""
+
+    model_config = ConfigDict(defer_build=True)
 
     signal: str
     value: float = Field(description="the judge's score, from 0 to 1")
@@ -122,6 +133,8 @@ class Signal(BaseModel):
 class AnswerOutputs(BaseModel):
     """What verify_answer returns beside the verdict (lingyi.answers): the source gate, the
     attempt, and what a failed attempt lacks."""
+
+    model_config = ConfigDict(defer_build=True)
 
     sources: list[Source] = Field(
         description="what may be shown with the answer; empty whenever the gate is closed"
@@ -143,6 +156,8 @@ class AnswerOutputs(BaseModel):
 
 class TaskOutputs(BaseModel):
     """What begin_task and end_task return beside the verdict (lingyi.tasks)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     task: Literal["begin", "end"]
     intent: str

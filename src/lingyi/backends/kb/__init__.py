@@ -20,15 +20,17 @@ import tempfile
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lingyi._logging import get_logger
-from lingyi.backends.kb.documents import MAX_FILE_BYTES, KBDoc, KBProblem, parse_document
-from lingyi.backends.kb.indexer import Indexer, duplicate_message
 from lingyi.backends.kb.search import MIN_COVERAGE, KBHit, top_hits
 from lingyi.backends.kb.store import Store, fingerprint
 from lingyi.backends.kb.terms import SNIPPET_CHARS, make_snippet, query_terms, segment
-from lingyi.backends.kb.watch import Background
 from lingyi.errors import BackendError
+
+if TYPE_CHECKING:
+    from lingyi.backends.kb.documents import MAX_FILE_BYTES, KBDoc, KBProblem, parse_document
+    from lingyi.backends.kb.watch import Background
 
 log = get_logger()
 
@@ -49,6 +51,27 @@ __all__ = [
     "query_terms",
     "segment",
 ]
+
+# Reading and indexing files (documents, indexer, watch) loads with the first knowledge base
+# opened, not with the package: a server imports it for its result types (KBHit) at start and
+# opens its knowledge base on the first search. PEP 562: the names keep their place here.
+_LAZY = {
+    "MAX_FILE_BYTES": "documents",
+    "KBDoc": "documents",
+    "KBProblem": "documents",
+    "parse_document": "documents",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if (module := _LAZY.get(name)) is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 DEFAULT_KB_DIR = Path(__file__).resolve().parent.parent.parent / "defaults" / "kb"
 CHECK_INTERVAL_S = 300.0  # full checks behind the watcher; without one, see watch.SPACING
@@ -100,6 +123,9 @@ class KnowledgeBase:
         self._root = Path(folder).expanduser().resolve()
         if not self._root.is_dir():
             raise BackendError(f"knowledge base folder not found: {folder}")
+        from lingyi.backends.kb.indexer import Indexer
+        from lingyi.backends.kb.watch import Background
+
         temporary = None if db_path else Path(tempfile.mkdtemp(prefix="lingyi-kb-"))
         path = Path(db_path) if db_path else temporary / "index.sqlite"  # type: ignore[operator]
         self._store = _open_store(path, fingerprint(self._root, domains))
@@ -117,6 +143,9 @@ class KnowledgeBase:
     @property
     def problems(self) -> list[KBProblem]:
         """Every file that is not indexed, in path order, with its reason."""
+        from lingyi.backends.kb.documents import KBProblem
+        from lingyi.backends.kb.indexer import duplicate_message
+
         with self._store.reading() as conn:
             rows = conn.execute(
                 "SELECT f.path, coalesce(f.problem_line, f.id_line), f.problem, f.doc_id, d.path"
@@ -137,6 +166,8 @@ class KnowledgeBase:
             return {doc_id for (doc_id,) in conn.execute("SELECT doc_id FROM docs")}
 
     def get(self, doc_id: str) -> KBDoc | None:
+        from lingyi.backends.kb.documents import KBDoc
+
         with self._store.reading() as conn:
             row = conn.execute(
                 "SELECT doc_id, title, domain, tags, body, path FROM docs WHERE doc_id = ?",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from lingyi.paths import PathOutsideRoots, resolve_inside
 
@@ -28,6 +28,9 @@ _REQUIRED = ("id", "title", "domain")
 class KBDoc(BaseModel):
     """One indexed article; ``path`` is relative to the knowledge-base folder."""
 
+    # Built on first use (a call that returns it), not at a server's start.
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     title: str
     domain: str
@@ -38,6 +41,8 @@ class KBDoc(BaseModel):
 
 class KBProblem(BaseModel):
     """A file that could not be indexed; ``line`` 0 means the file as a whole."""
+
+    model_config = ConfigDict(defer_build=True)
 
     file: str
     line: int

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from lingyi.backends.kb.store import domain_token
 from lingyi.backends.kb.terms import Term, make_snippet
@@ -41,6 +41,9 @@ _HEAD = "{title tags}"
 
 class KBHit(BaseModel):
     """One search result; ``score`` is higher for better matches."""
+
+    # Built on first use (a call that returns it), not at a server's start.
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     title: str
