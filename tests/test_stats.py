@@ -553,6 +553,37 @@ def test_parallel_chunks_give_the_single_pass_result(tmp_path: Path, monkeypatch
     assert one["integrity"]["unreadable"] == 1 and one["totals"]["total"] == 299
 
 
+@pytest.mark.parametrize(
+    ("platform", "threads", "method"),
+    [
+        ("linux", 1, "fork"),  # the CLI: a fork costs nothing to start
+        ("linux", 3, "spawn"),  # the MCP server: threads must not be forked
+        ("darwin", 1, "spawn"),  # fork is unsafe on macOS
+        ("win32", 1, "spawn"),  # and missing on Windows
+    ],
+)
+def test_workers_fork_only_where_it_is_safe(
+    monkeypatch: Any, platform: str, threads: int, method: str
+) -> None:
+    """Workers start by fork only on Linux and only from a process with one thread."""
+    monkeypatch.setattr(pool.sys, "platform", platform)
+    monkeypatch.setattr(pool.threading, "active_count", lambda: threads)
+    assert pool.start_method() == method
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_forked_and_spawned_workers_agree(tmp_path: Path, monkeypatch: Any, method: str) -> None:
+    """Forked and spawned workers give the single-pass figures on a damaged log."""
+    path = tmp_path / "log.jsonl"
+    _messy_log(path)
+    window = week_window("2026-W48", UTC_ZONE)
+    one = compute_stats(path, window, workers=1)
+    monkeypatch.setattr(pool, "start_method", lambda: method)
+    many = compute_stats(path, window, workers=3)
+    one.pop("generated_at"), many.pop("generated_at")
+    assert many == one
+
+
 def _two_week_log(path: Path) -> None:
     """W47 and W48 with a torn line, an edit, a deletion and appeals without a snapshot."""
     records = [
@@ -658,7 +689,7 @@ def test_progress_reports_bytes_up_to_the_total(
     """progress(done, total) never goes back, never passes the total, and ends at the total."""
     path = tmp_path / "log.jsonl"
     _messy_log(path)
-    monkeypatch.setattr(pool, "PROGRESS_BYTES", 4096)  # this process only (workers: spawned)
+    monkeypatch.setattr(pool, "PROGRESS_BYTES", 4096)  # spawned workers keep the default
     calls: list[tuple[int, int]] = []
     compute_stats(path, week_window("2026-W48", UTC_ZONE), workers=workers,
                   progress=lambda done, total: calls.append((done, total)))  # fmt: skip
