@@ -631,6 +631,35 @@ def test_one_pass_counts_each_window_as_its_own_pass(tmp_path: Path, chunks: int
     assert w48["integrity"]["unreadable"] == 1
 
 
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_overlapping_windows_in_one_pass_count_as_their_own(tmp_path: Path, chunks: int) -> None:
+    """Windows that overlap (a day inside a week, in one pass) each count every record of
+    theirs: a record is not given to the first window that holds it only."""
+    path = tmp_path / "log.jsonl"
+    _two_week_log(path)
+    windows = [
+        week_window("2026-W48", UTC_ZONE),
+        days_window(1, UTC_ZONE, now=datetime(2026, 11, 26, 12, tzinfo=UTC)),
+    ]
+    both = pool.run_windows(path, windows, None, chunks)
+    both.backfill_subjects(path)
+    for window, agg in zip(windows, both.aggregators, strict=True):
+        alone = pool.run_windows(path, [window], None, 1)
+        alone.backfill_subjects(path)
+        assert _figures(agg) == _figures(alone.aggregators[0])
+    assert all(_figures(a)["totals"]["total"] > 0 for a in both.aggregators)
+
+
+def test_a_pass_checks_the_chain_once_for_all_its_windows(tmp_path: Path) -> None:
+    """The windows of one pass share one chain verifier: one report, as log verify's."""
+    path = tmp_path / "log.jsonl"
+    _two_week_log(path)
+    windows = [week_window("2026-W48", UTC_ZONE), week_window("2026-W47", UTC_ZONE)]
+    both = pool.run_windows(path, windows, None, 3)
+    assert all(agg.chain is both.chain for agg in both.aggregators)
+    assert both.chain.report.as_json() == verify_chain(path).as_json()
+
+
 def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
     """Peak memory of a pass over 20,000 records is about that of 2,000 records."""
     peaks = []
