@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lingyi.log.chain import (
+    _TAIL_RE,
     GENESIS,
     ChainReport,
     ChainVerifier,
@@ -725,6 +726,7 @@ class WindowsPass:
         self.chain = ChainVerifier(prev, keys)
         self.aggregators = [Aggregator(w, member, chain=self.chain) for w in windows]
         self.bounds = [(a._start_bytes, a._end_bytes) for a in self.aggregators]
+        self.skimmed = 0  # verifications outside every window, skimmed, not yet settled
         # A verification inside one window is counted by that window's aggregator alone
         # only when no other window could hold it too (the period and the one before).
         self.disjoint = all(
@@ -734,11 +736,10 @@ class WindowsPass:
         )
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
-        tail = tail_match(raw)
+        tail = _TAIL_RE.search(raw, len(raw) - 240)  # tail_match, inline: the hot path
         where = None if tail is None or tail[2] != _CURRENT else self._window_of(tail[1])
         if where == -1 and self.chain.skim(raw, tail):  # type: ignore[arg-type]
-            for agg in self.aggregators:
-                agg.integrity.schema_versions[_CURRENT_TEXT] += 1
+            self.skimmed += 1  # counted into the aggregators' schema versions by settle()
             return
         line = decode_line(lineno, raw)
         problem = self.chain.feed(line)
@@ -756,6 +757,14 @@ class WindowsPass:
             else:
                 agg.count_line(line)
 
+    def settle(self) -> None:
+        """Count the lines skimmed so far into every aggregator's schema versions (they are
+        counted once per line, not once per line and window, while the pass runs)."""
+        if self.skimmed:
+            for agg in self.aggregators:
+                agg.integrity.schema_versions[_CURRENT_TEXT] += self.skimmed
+            self.skimmed = 0
+
     def _window_of(self, ts: bytes) -> int | None:
         """The index of the window a writer's timestamp falls in (-1: none); None: not the
         writer's format (the record is parsed and each aggregator decides)."""
@@ -768,6 +777,8 @@ class WindowsPass:
 
     def merge(self, other: WindowsPass, line_offset: int) -> None:
         """Add the passes of the chunk that follows this one in the log."""
+        self.settle()
+        other.settle()
         found = self.chain.merge(other.chain, line_offset)
         for mine, theirs in zip(self.aggregators, other.aggregators, strict=True):
             mine.merge(theirs, line_offset)

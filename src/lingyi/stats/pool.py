@@ -105,6 +105,7 @@ def run_windows(
         for i, (a, b) in enumerate(_split(path, size, chunks or _auto_chunks(size)))
     ]
     found: WindowsPass = _run(tasks, size, progress)[0]
+    found.settle()
     return found
 
 
