@@ -657,8 +657,13 @@ class Aggregator(LogPass, Counters):
     ) -> None:
         """Count one verification's checks under its member: the codes that ran and the
         failed checks, as :meth:`_checked` found them."""
-        self.member_checked.setdefault(member, Counter()).update(ran)
-        codes = self.member_codes.setdefault(member, {})
+        checked = self.member_checked.get(member)  # not setdefault: no Counter() per record
+        if checked is None:
+            checked = self.member_checked[member] = Counter()
+        checked.update(ran)
+        codes = self.member_codes.get(member)
+        if codes is None:
+            codes = self.member_codes[member] = {}
         for check in failed:
             _bump(codes, str(check.get("code")), index)
 
@@ -727,6 +732,8 @@ class WindowsPass:
         self.aggregators = [Aggregator(w, member, chain=self.chain) for w in windows]
         self.bounds = [(a._start_bytes, a._end_bytes) for a in self.aggregators]
         self.skimmed = 0  # verifications outside every window, skimmed, not yet settled
+        self.first = min((b[0] for b in self.bounds), default=b"")
+        self.last = max((b[1] for b in self.bounds), default=b"")
         # A verification inside one window is counted by that window's aggregator alone
         # only when no other window could hold it too (the period and the one before).
         self.disjoint = all(
@@ -770,6 +777,8 @@ class WindowsPass:
         writer's format (the record is parsed and each aggregator decides)."""
         if len(ts) != 24 or ts[23] != _Z or ts[10] != _T or not ts.isascii():
             return None
+        if not self.first <= ts < self.last:
+            return -1  # before or after every window: most lines of a big log
         for index, (start, end) in enumerate(self.bounds):
             if start <= ts < end:
                 return index
