@@ -15,7 +15,15 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from lingyi.config import Config, load_config
-from lingyi.log import GENESIS, VerificationLog, file_appeal, resolve_appeal, verify_chain
+from lingyi.log import (
+    GENESIS,
+    KeyRing,
+    LogOptions,
+    VerificationLog,
+    file_appeal,
+    resolve_appeal,
+    verify_chain,
+)
 from lingyi.log.chain import EDITED, ChainVerifier, tail_match
 from lingyi.stats import (
     STATS_SCHEMA,
@@ -658,6 +666,34 @@ def test_a_pass_checks_the_chain_once_for_all_its_windows(tmp_path: Path) -> Non
     both = pool.run_windows(path, windows, None, 3)
     assert all(agg.chain is both.chain for agg in both.aggregators)
     assert both.chain.report.as_json() == verify_chain(path).as_json()
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_keyed_lines_outside_the_periods_are_checked_as_log_verify_does(
+    tmp_path: Path, chunks: int
+) -> None:
+    """Keyed records before both periods (checked on their raw bytes, MAC and link) give log
+    verify's report, intact and after one was rewritten without the key."""
+    path = tmp_path / "log.jsonl"
+    ring = KeyRing.from_text("c3" * 32, "test", "test")
+    with VerificationLog(path, LogOptions(keys=ring)) as vlog:
+        for i in range(60):
+            vlog.append(vrec(f"2026-11-{2 + i % 10:02d}T{i % 24:02d}:00:00.000Z"))  # W45, W46
+        for i in range(20):
+            vlog.append(vrec(f"2026-11-{23 + i % 7}T{i % 24:02d}:00:00.000Z"))  # W48
+    windows = [week_window("2026-W48", UTC_ZONE), week_window("2026-W47", UTC_ZONE)]
+
+    def check() -> dict[str, Any]:
+        both = pool.run_windows(path, windows, None, chunks, keys=ring)
+        assert both.chain.report.as_json() == verify_chain(path, ring).as_json()
+        return _figures(both.aggregators[0])
+
+    intact = check()
+    assert intact["integrity"]["chain_ok"] and intact["totals"]["total"] == 20
+    _rewrite_line(path, 30, {"decision": "rejected"})  # the old MAC no longer matches
+    forged = check()
+    assert not forged["integrity"]["chain_ok"] and forged["integrity"]["edited"] == 1
+    assert forged["totals"] == intact["totals"]
 
 
 def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
