@@ -88,21 +88,18 @@ def _digest(body: memoryview | bytes, key: LogKey | None) -> bytes:
 
 
 class LineMemo:
-    """What one line's bytes say, worked out once for verifiers fed the same line one after
-    the other (one per window of a stats pass): its digest, and where its ``"prev":``,
-    ``"kind":"`` and ``"key_id":`` keys are. The line is told by identity: the memo holds
-    it, so its id cannot be reused while it is remembered."""
+    """A line's digest, worked out once for verifiers that share the memo and are fed the
+    same line one after the other. The line is told by identity: the memo holds it, so its
+    id cannot be reused while it is remembered. (A stats pass now has one verifier, whose
+    skim scans the line itself.)"""
 
-    __slots__ = ("key", "key_at", "prev_at", "raw", "shaped", "size", "value", "verification")
+    __slots__ = ("key", "raw", "size", "value")
 
     def __init__(self) -> None:
         self.raw: bytes | None = None
         self.size = -1
         self.key: LogKey | None = None
         self.value = b""
-        self.shaped: bytes | None = None
-        self.prev_at = self.key_at = -1
-        self.verification = False
 
     def digest(self, raw: bytes, size: int, key: LogKey | None) -> bytes:
         """:func:`_digest` of ``raw``'s first ``size`` bytes."""
@@ -110,21 +107,6 @@ class LineMemo:
             self.raw, self.size, self.key = raw, size, key
             self.value = _digest(memoryview(raw)[:size], key)
         return self.value
-
-    def shape(self, raw: bytes) -> None:
-        """``prev_at``: where the line's only ``"prev":`` is (-1: none, or more than one);
-        ``verification``: no ``"kind":"``, or only one, of a verification; ``key_at``: the
-        first ``"key_id":`` (-1: none)."""
-        if raw is self.shaped:
-            return
-        self.shaped = raw
-        at = raw.find(_PREV)
-        self.prev_at = at if at >= 0 and raw.find(_PREV, at + 7) < 0 else -1
-        kind = raw.find(_KIND)
-        self.verification = kind < 0 or (
-            raw.startswith(_VERIFICATION, kind + 8) and raw.find(_KIND, kind + 8) < 0
-        )
-        self.key_at = raw.find(_KEY_ID)
 
     def __reduce__(self) -> tuple[type[LineMemo], tuple[()]]:
         return LineMemo, ()  # a chunk's pass comes back from its worker without its last line
