@@ -29,6 +29,7 @@ from mcp_types import CallToolResult
 
 from lingyi.errors import LogError
 from lingyi.log import KeyRing, LogOptions, VerificationLog, read_log, verify_chain, verify_log
+from lingyi.log.reader import decode_line
 from tests.test_server import Deployment, deploy, git, verdict, with_client
 
 POSIX = pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE is POSIX")
@@ -331,3 +332,44 @@ def test_enospc_is_reported_with_its_errno(tmp_path: Path) -> None:
             writer.append({"content": "x" * 10_000})
         assert os.strerror(errno.ENOSPC) in str(caught.value) and str(log) in str(caught.value)
         assert log.read_bytes() == b""
+
+
+# Lines json and orjson could read differently: each must decode exactly as json.loads does.
+LINES_AS_JSON_READS_THEM = [
+    b'{"kind":"verification","ts":"2026-11-24T10:00:00.000Z","decision":"approved"}\n',
+    b'{"latency_ms":123456789012345678901234567890}\n',  # beyond 64 bits: an int, not a float
+    b'{"seq":[ -12345678901234567890123]}\n',
+    b'{"seq":18446744073709551615,"v":-9223372036854775808}\n',
+    b'{"id":"00000000000000000000012345","v":1}\n',  # a 26-digit id: a string
+    b'{"latency_ms":NaN,"x":Infinity,"y":-Infinity}\n',  # json reads these, orjson does not
+    b'{"latency_ms":1e400,"x":1.7976931348623159e308,"y":2.5e-324}\n',
+    b'{"a":"\\ud800","b":"\\uDFFF\\uD800"}\n',  # lone surrogates
+    '{"member":"灵通","content":"\\u7075 气功"}\n'.encode(),
+    b'\xef\xbb\xbf{"a":1}\n',  # a BOM
+    b'{"a":"\xff"}\n',  # not UTF-8
+    b'{"a":"\xed\xa0\x80"}\n',  # a surrogate in UTF-8
+    b'{"a":1,"a":2}\n',  # duplicate keys: the last wins
+    b'{"a":"x\x01y"}\n',  # a control character
+    b'{"a":1}x\n',
+    b"[1, 2]\n",
+    b'{"kind":"verification","decision":"appr',  # torn
+    b"not json at all\n",
+    b"[" * 3000 + b"]" * 3000 + b"\n",  # nested beyond any parser's depth
+]
+
+
+@pytest.mark.parametrize("raw", LINES_AS_JSON_READS_THEM)
+def test_a_line_decodes_exactly_as_json_reads_it(raw: bytes) -> None:
+    """The fast parser gives json.loads's value, or json's error and message, for any line."""
+    line = decode_line(7, raw)
+    try:
+        expected: Any = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        assert line.record is None and line.error is not None
+        assert isinstance(exc, RecursionError) or str(exc) in line.error or "torn" in line.error
+        return
+    if isinstance(expected, dict):
+        assert line.record is not None
+        assert repr(line.record) == repr(expected)  # types too: an int stays an int
+    else:
+        assert line.record is None and line.error == "not a JSON object"

@@ -15,7 +15,15 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from lingyi.config import Config, load_config
-from lingyi.log import GENESIS, VerificationLog, file_appeal, resolve_appeal, verify_chain
+from lingyi.log import (
+    GENESIS,
+    KeyRing,
+    LogOptions,
+    VerificationLog,
+    file_appeal,
+    resolve_appeal,
+    verify_chain,
+)
 from lingyi.log.chain import EDITED, ChainVerifier, tail_match
 from lingyi.stats import (
     STATS_SCHEMA,
@@ -553,6 +561,37 @@ def test_parallel_chunks_give_the_single_pass_result(tmp_path: Path, monkeypatch
     assert one["integrity"]["unreadable"] == 1 and one["totals"]["total"] == 299
 
 
+@pytest.mark.parametrize(
+    ("platform", "threads", "method"),
+    [
+        ("linux", 1, "fork"),  # the CLI: a fork costs nothing to start
+        ("linux", 3, "spawn"),  # the MCP server: threads must not be forked
+        ("darwin", 1, "spawn"),  # fork is unsafe on macOS
+        ("win32", 1, "spawn"),  # and missing on Windows
+    ],
+)
+def test_workers_fork_only_where_it_is_safe(
+    monkeypatch: Any, platform: str, threads: int, method: str
+) -> None:
+    """Workers start by fork only on Linux and only from a process with one thread."""
+    monkeypatch.setattr(pool.sys, "platform", platform)
+    monkeypatch.setattr(pool.threading, "active_count", lambda: threads)
+    assert pool.start_method() == method
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_forked_and_spawned_workers_agree(tmp_path: Path, monkeypatch: Any, method: str) -> None:
+    """Forked and spawned workers give the single-pass figures on a damaged log."""
+    path = tmp_path / "log.jsonl"
+    _messy_log(path)
+    window = week_window("2026-W48", UTC_ZONE)
+    one = compute_stats(path, window, workers=1)
+    monkeypatch.setattr(pool, "start_method", lambda: method)
+    many = compute_stats(path, window, workers=3)
+    one.pop("generated_at"), many.pop("generated_at")
+    assert many == one
+
+
 def _two_week_log(path: Path) -> None:
     """W47 and W48 with a torn line, an edit, a deletion and appeals without a snapshot."""
     records = [
@@ -598,6 +637,63 @@ def test_one_pass_counts_each_window_as_its_own_pass(tmp_path: Path, chunks: int
     assert w48["appeals"]["filed"] == 1 and w47["appeals"]["filed"] == 1
     assert w48["integrity"]["edited"] == 1 and w48["integrity"]["relinked"] == 1
     assert w48["integrity"]["unreadable"] == 1
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_overlapping_windows_in_one_pass_count_as_their_own(tmp_path: Path, chunks: int) -> None:
+    """Windows that overlap (a day inside a week, in one pass) each count every record of
+    theirs: a record is not given to the first window that holds it only."""
+    path = tmp_path / "log.jsonl"
+    _two_week_log(path)
+    windows = [
+        week_window("2026-W48", UTC_ZONE),
+        days_window(1, UTC_ZONE, now=datetime(2026, 11, 26, 12, tzinfo=UTC)),
+    ]
+    both = pool.run_windows(path, windows, None, chunks)
+    both.backfill_subjects(path)
+    for window, agg in zip(windows, both.aggregators, strict=True):
+        alone = pool.run_windows(path, [window], None, 1)
+        alone.backfill_subjects(path)
+        assert _figures(agg) == _figures(alone.aggregators[0])
+    assert all(_figures(a)["totals"]["total"] > 0 for a in both.aggregators)
+
+
+def test_a_pass_checks_the_chain_once_for_all_its_windows(tmp_path: Path) -> None:
+    """The windows of one pass share one chain verifier: one report, as log verify's."""
+    path = tmp_path / "log.jsonl"
+    _two_week_log(path)
+    windows = [week_window("2026-W48", UTC_ZONE), week_window("2026-W47", UTC_ZONE)]
+    both = pool.run_windows(path, windows, None, 3)
+    assert all(agg.chain is both.chain for agg in both.aggregators)
+    assert both.chain.report.as_json() == verify_chain(path).as_json()
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_keyed_lines_outside_the_periods_are_checked_as_log_verify_does(
+    tmp_path: Path, chunks: int
+) -> None:
+    """Keyed records before both periods (checked on their raw bytes, MAC and link) give log
+    verify's report, intact and after one was rewritten without the key."""
+    path = tmp_path / "log.jsonl"
+    ring = KeyRing.from_text("c3" * 32, "test", "test")
+    with VerificationLog(path, LogOptions(keys=ring)) as vlog:
+        for i in range(60):
+            vlog.append(vrec(f"2026-11-{2 + i % 10:02d}T{i % 24:02d}:00:00.000Z"))  # W45, W46
+        for i in range(20):
+            vlog.append(vrec(f"2026-11-{23 + i % 7}T{i % 24:02d}:00:00.000Z"))  # W48
+    windows = [week_window("2026-W48", UTC_ZONE), week_window("2026-W47", UTC_ZONE)]
+
+    def check() -> dict[str, Any]:
+        both = pool.run_windows(path, windows, None, chunks, keys=ring)
+        assert both.chain.report.as_json() == verify_chain(path, ring).as_json()
+        return _figures(both.aggregators[0])
+
+    intact = check()
+    assert intact["integrity"]["chain_ok"] and intact["totals"]["total"] == 20
+    _rewrite_line(path, 30, {"decision": "rejected"})  # the old MAC no longer matches
+    forged = check()
+    assert not forged["integrity"]["chain_ok"] and forged["integrity"]["edited"] == 1
+    assert forged["totals"] == intact["totals"]
 
 
 def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
@@ -658,7 +754,7 @@ def test_progress_reports_bytes_up_to_the_total(
     """progress(done, total) never goes back, never passes the total, and ends at the total."""
     path = tmp_path / "log.jsonl"
     _messy_log(path)
-    monkeypatch.setattr(pool, "PROGRESS_BYTES", 4096)  # this process only (workers: spawned)
+    monkeypatch.setattr(pool, "PROGRESS_BYTES", 4096)  # spawned workers keep the default
     calls: list[tuple[int, int]] = []
     compute_stats(path, week_window("2026-W48", UTC_ZONE), workers=workers,
                   progress=lambda done, total: calls.append((done, total)))  # fmt: skip

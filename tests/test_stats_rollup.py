@@ -210,6 +210,28 @@ def odd_records(path: Path) -> None:
 
 
 @damage
+def lookalike_keys(path: Path) -> None:
+    """Nested "prev", "kind", "key_id" and "ts" keys, and a timestamp of the writer's length
+    that is not ASCII, in and before the week: the fast paths must not take them for the
+    record's own."""
+    nested = {"prev": "0" * 64, "kind": "appeal", "key_id": "k" * 16,
+              "ts": "2026-11-24T10:00:00.000Z"}  # fmt: skip
+    write_log(
+        path,
+        [
+            {**R1, "tool_call": {"name": "search_knowledge", "arguments": nested}},
+            {
+                **R2,
+                "ts": "2026-11-02T10:00:00.000Z",
+                "tool_call": {"name": "x", "arguments": nested},
+            },
+            {**R1, "ts": "2026-11-24T10:00:00.0éZ"},
+            {**R3, "ts": "2026-11-03T10:00:00.0éZ"},
+        ],
+    )
+
+
+@damage
 def appeal_with_bad_subject(path: Path) -> None:
     with VerificationLog(path) as vlog:
         vlog.append(

@@ -88,21 +88,18 @@ def _digest(body: memoryview | bytes, key: LogKey | None) -> bytes:
 
 
 class LineMemo:
-    """What one line's bytes say, worked out once for verifiers fed the same line one after
-    the other (one per window of a stats pass): its digest, and where its ``"prev":``,
-    ``"kind":"`` and ``"key_id":`` keys are. The line is told by identity: the memo holds
-    it, so its id cannot be reused while it is remembered."""
+    """A line's digest, worked out once for verifiers that share the memo and are fed the
+    same line one after the other. The line is told by identity: the memo holds it, so its
+    id cannot be reused while it is remembered. (A stats pass now has one verifier, whose
+    skim scans the line itself.)"""
 
-    __slots__ = ("key", "key_at", "prev_at", "raw", "shaped", "size", "value", "verification")
+    __slots__ = ("key", "raw", "size", "value")
 
     def __init__(self) -> None:
         self.raw: bytes | None = None
         self.size = -1
         self.key: LogKey | None = None
         self.value = b""
-        self.shaped: bytes | None = None
-        self.prev_at = self.key_at = -1
-        self.verification = False
 
     def digest(self, raw: bytes, size: int, key: LogKey | None) -> bytes:
         """:func:`_digest` of ``raw``'s first ``size`` bytes."""
@@ -110,21 +107,6 @@ class LineMemo:
             self.raw, self.size, self.key = raw, size, key
             self.value = _digest(memoryview(raw)[:size], key)
         return self.value
-
-    def shape(self, raw: bytes) -> None:
-        """``prev_at``: where the line's only ``"prev":`` is (-1: none, or more than one);
-        ``verification``: no ``"kind":"``, or only one, of a verification; ``key_at``: the
-        first ``"key_id":`` (-1: none)."""
-        if raw is self.shaped:
-            return
-        self.shaped = raw
-        at = raw.find(_PREV)
-        self.prev_at = at if at >= 0 and raw.find(_PREV, at + 7) < 0 else -1
-        kind = raw.find(_KIND)
-        self.verification = kind < 0 or (
-            raw.startswith(_VERIFICATION, kind + 8) and raw.find(_KIND, kind + 8) < 0
-        )
-        self.key_at = raw.find(_KEY_ID)
 
     def __reduce__(self) -> tuple[type[LineMemo], tuple[()]]:
         return LineMemo, ()  # a chunk's pass comes back from its worker without its last line
@@ -272,6 +254,7 @@ class _FirstLink:
 
 
 _UNKNOWN = "?"  # a chunk starting mid-log does not know the key of the chain before it
+_SKIMMED_PLAIN = (0, None, False)  # ChainVerifier.last after a plain line was skimmed
 
 
 class ChainVerifier:
@@ -377,17 +360,46 @@ class ChainVerifier:
         :meth:`feed`; its hash still commits to the previous hash, so the order it proves is
         the same.
         """
-        prev, memo = self.prev, self.memo
+        prev = self.prev
         if prev is None:
             return False
-        memo.shape(raw)
-        at = memo.prev_at
-        if at < 0 or not memo.verification or not raw.startswith(b'"%s"' % prev.encode(), at + 7):
+        # The three scans and the hash, inline: this runs for nearly every line of a big log.
+        at = raw.find(_PREV)
+        if at < 0 or raw.find(_PREV, at + 7) >= 0:
             return False
-        usable, key = self._skim_key(raw, memo.key_at)
-        if not usable or memo.digest(raw, tail.start(3) - len(_HASH_TAIL), key) != tail[3]:
+        if not raw.startswith(b'"%s"' % prev.encode(), at + 7):
             return False
-        self._skimmed(tail[3].decode(), key is not None)
+        kind = raw.find(_KIND)
+        if kind >= 0 and not (
+            raw.startswith(_VERIFICATION, kind + 8) and raw.find(_KIND, kind + 8) < 0
+        ):
+            return False
+        key_at = raw.find(_KEY_ID)
+        if key_at >= 0:
+            return self._skim_keyed(raw, tail, key_at)
+        if self.key_id is not None:
+            return False
+        digest = hashlib.sha256(memoryview(raw)[: tail.start(3) - len(_HASH_TAIL)])
+        digest.update(b"}")
+        stored = digest.hexdigest()
+        if stored.encode() != tail[3]:
+            return False
+        report = self.report  # _skimmed, inline
+        report.lines += 1
+        report.records += 1
+        report.plain += 1
+        self.prev = stored
+        self.last = _SKIMMED_PLAIN
+        return True
+
+    def _skim_keyed(self, raw: bytes, tail: re.Match[bytes], key_at: int) -> bool:
+        usable, key = self._skim_key(raw, key_at)
+        if (
+            not usable
+            or _digest(memoryview(raw)[: tail.start(3) - len(_HASH_TAIL)], key) != tail[3]
+        ):
+            return False
+        self._skimmed(tail[3].decode(), True)
         return True
 
     def _skim_key(self, raw: bytes, at: int) -> tuple[bool, LogKey | None]:

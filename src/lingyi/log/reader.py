@@ -39,11 +39,44 @@ class LogLine:
     offset: int = 0  # where the line starts in the file, in bytes
 
 
+# Integers beyond 64 bits are the one thing orjson reads otherwise than json (as floats, not
+# ints). A number token starts after ":", ",", "[" or a space, with an optional "-": seen
+# through this table (digits → "0", those → ":", the rest → "x"), a line that could hold
+# one shows ":" then 19 zeros, and is left to json (so are ids of 19 digits after a colon).
+_NUMBER_SHAPE = bytes(
+    0x30 if 0x30 <= b <= 0x39 else 0x3A if b in b":,[ \t\r\n" else b if b == 0x2D else 0x78
+    for b in range(256)
+)
+_LONG_INT, _LONG_NEGATIVE = b":" + b"0" * 19, b":-" + b"0" * 19
+_orjson: Any = None  # imported on first use: the commands that never read the log skip it
+
+
+def loads(raw: bytes) -> Any:
+    """``json.loads(raw)``, exactly, about three times faster on a log line.
+
+    orjson reads the line where it reads it as json does; anything it refuses (NaN, lone
+    surrogates, a BOM, bad UTF-8, deep nesting) and any line that could hold an integer
+    beyond 64 bits goes to json, whose value or error (and message) is the answer.
+    """
+    global _orjson
+    shape = raw.translate(_NUMBER_SHAPE)
+    if _LONG_INT in shape or _LONG_NEGATIVE in shape:
+        return json.loads(raw)
+    if _orjson is None:
+        import orjson
+
+        _orjson = orjson
+    try:
+        return _orjson.loads(raw)
+    except _orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
 def decode_line(lineno: int, raw: bytes, offset: int = 0) -> LogLine:
     """Parse one line; a line that is not a JSON object comes back with the reason."""
     try:
-        value = json.loads(raw)
-    except ValueError as exc:
+        value = loads(raw)
+    except (ValueError, RecursionError) as exc:  # nested deeper than json reads: not fatal
         if not raw.endswith(b"\n"):
             error = "torn line (no newline: an interrupted write)"
         else:

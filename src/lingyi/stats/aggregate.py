@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lingyi.log.chain import (
+    _TAIL_RE,
     GENESIS,
     ChainReport,
     ChainVerifier,
@@ -44,7 +45,8 @@ _DEC_INDEX = {name: i for i, name in enumerate(DECISIONS)}
 APPROVED, REJECTED, FALLBACK = 0, 1, 2
 MAX_EXAMPLES = 20  # integrity examples kept; the counts stay exact beyond this
 _NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
-_CURRENT = str(SCHEMA_VERSION).encode()
+_CURRENT_TEXT = str(SCHEMA_VERSION)
+_CURRENT = _CURRENT_TEXT.encode()
 _Z, _T = ord("Z"), ord("T")
 
 
@@ -426,9 +428,13 @@ class LogPass:
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
         memo: LineMemo | None = None,
+        chain: ChainVerifier | None = None,
     ) -> None:
         self.integrity = Integrity()
-        self.chain = ChainVerifier(prev, keys, memo)  # with the log's keys: log verify's verdict
+        # With the log's keys: log verify's verdict. ``chain`` given: a verifier shared with
+        # other passes over the same lines (:class:`WindowsPass`), which feeds and merges it.
+        self.shared_chain = chain is not None
+        self.chain = chain or ChainVerifier(prev, keys, memo)
         self.pending_subjects: list[dict[str, Any]] = []
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
@@ -439,6 +445,10 @@ class LogPass:
         """Count one parsed line (and check its place in the chain)."""
         if problem := self.chain.feed(line):
             self.integrity.note_problem(problem)
+        self.count_line(line)
+
+    def count_line(self, line: LogLine) -> None:
+        """Count one parsed line whose place in the chain was checked already."""
         record = line.record
         if record is None:
             return
@@ -502,8 +512,9 @@ class LogPass:
     def merge_log(self, other: LogPass, line_offset: int) -> None:
         """Append the chain, integrity and pending appeals of the chunk that follows."""
         self.integrity.merge(other.integrity, line_offset)
-        for problem in self.chain.merge(other.chain, line_offset):
-            self.integrity.note_problem(problem)
+        if not self.shared_chain:  # else the owner of the shared verifier merges it, once
+            for problem in self.chain.merge(other.chain, line_offset):
+                self.integrity.note_problem(problem)
         self.pending_subjects.extend(other.pending_subjects)
 
     # -- appeals written without a snapshot ----------------------------------------------
@@ -564,8 +575,9 @@ class Aggregator(LogPass, Counters):
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
         memo: LineMemo | None = None,
+        chain: ChainVerifier | None = None,
     ) -> None:
-        LogPass.__init__(self, prev, keys, memo)
+        LogPass.__init__(self, prev, keys, memo, chain)
         Counters.__init__(self)
         self.window, self.member = window, member
         self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
@@ -645,8 +657,13 @@ class Aggregator(LogPass, Counters):
     ) -> None:
         """Count one verification's checks under its member: the codes that ran and the
         failed checks, as :meth:`_checked` found them."""
-        self.member_checked.setdefault(member, Counter()).update(ran)
-        codes = self.member_codes.setdefault(member, {})
+        checked = self.member_checked.get(member)  # not setdefault: no Counter() per record
+        if checked is None:
+            checked = self.member_checked[member] = Counter()
+        checked.update(ran)
+        codes = self.member_codes.get(member)
+        if codes is None:
+            codes = self.member_codes[member] = {}
         for check in failed:
             _bump(codes, str(check.get("code")), index)
 
@@ -695,8 +712,14 @@ class Aggregator(LogPass, Counters):
 
 class WindowsPass:
     """One pass over the log for several windows (a period and the one before): each line is
-    read, its tail matched, hashed and (if any window needs it) parsed once, and fed to every
-    window's :class:`Aggregator`, which count exactly as they would in passes of their own."""
+    read, its tail matched, its hash and link checked once by the pass's one
+    :class:`~lingyi.log.ChainVerifier` (shared by every window's :class:`Aggregator`) and, if
+    a window needs it, parsed once; the aggregators count exactly as in passes of their own.
+
+    A verification outside every window, as the writer wrote it, is verified on its raw bytes
+    (:meth:`~lingyi.log.ChainVerifier.skim`) and only its schema version counted; one inside
+    a window is counted by that window's aggregator, the others only count its version.
+    """
 
     def __init__(
         self,
@@ -705,21 +728,71 @@ class WindowsPass:
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
     ) -> None:
-        memo = LineMemo()  # the aggregators' verifiers see the same lines: one hash each
-        self.aggregators = [Aggregator(w, member, prev, keys, memo) for w in windows]
+        self.chain = ChainVerifier(prev, keys)
+        self.aggregators = [Aggregator(w, member, chain=self.chain) for w in windows]
+        self.bounds = [(a._start_bytes, a._end_bytes) for a in self.aggregators]
+        self.skimmed = 0  # verifications outside every window, skimmed, not yet settled
+        self.first = min((b[0] for b in self.bounds), default=b"")
+        self.last = max((b[1] for b in self.bounds), default=b"")
+        # A verification inside one window is counted by that window's aggregator alone
+        # only when no other window could hold it too (the period and the one before).
+        self.disjoint = all(
+            e1 <= s2 or e2 <= s1
+            for i, (s1, e1) in enumerate(self.bounds)
+            for s2, e2 in self.bounds[i + 1 :]
+        )
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
-        tail, line = tail_match(raw), None
-        for agg in self.aggregators:
-            if not agg.skimmed(raw, tail):
-                if line is None:  # parsed once, for the first window that needs it
-                    line = decode_line(lineno, raw)
-                agg.feed(line)
+        tail = _TAIL_RE.search(raw, len(raw) - 240)  # tail_match, inline: the hot path
+        where = None if tail is None or tail[2] != _CURRENT else self._window_of(tail[1])
+        if where == -1 and self.chain.skim(raw, tail):  # type: ignore[arg-type]
+            self.skimmed += 1  # counted into the aggregators' schema versions by settle()
+            return
+        line = decode_line(lineno, raw)
+        problem = self.chain.feed(line)
+        own = (
+            where is not None
+            and where >= 0
+            and self.disjoint
+            and record_kind(line.record or {}) == "verification"
+        )
+        for index, agg in enumerate(self.aggregators):
+            if problem:
+                agg.integrity.note_problem(problem)
+            if own and index != where:  # a verification of another window: its version only
+                agg.integrity.schema_versions[_CURRENT_TEXT] += 1
+            else:
+                agg.count_line(line)
+
+    def settle(self) -> None:
+        """Count the lines skimmed so far into every aggregator's schema versions (they are
+        counted once per line, not once per line and window, while the pass runs)."""
+        if self.skimmed:
+            for agg in self.aggregators:
+                agg.integrity.schema_versions[_CURRENT_TEXT] += self.skimmed
+            self.skimmed = 0
+
+    def _window_of(self, ts: bytes) -> int | None:
+        """The index of the window a writer's timestamp falls in (-1: none); None: not the
+        writer's format (the record is parsed and each aggregator decides)."""
+        if len(ts) != 24 or ts[23] != _Z or ts[10] != _T or not ts.isascii():
+            return None
+        if not self.first <= ts < self.last:
+            return -1  # before or after every window: most lines of a big log
+        for index, (start, end) in enumerate(self.bounds):
+            if start <= ts < end:
+                return index
+        return -1
 
     def merge(self, other: WindowsPass, line_offset: int) -> None:
         """Add the passes of the chunk that follows this one in the log."""
+        self.settle()
+        other.settle()
+        found = self.chain.merge(other.chain, line_offset)
         for mine, theirs in zip(self.aggregators, other.aggregators, strict=True):
             mine.merge(theirs, line_offset)
+            for problem in found:
+                mine.integrity.note_problem(problem)
 
     def backfill_subjects(self, path: Path) -> None:
         """Appeals written without a snapshot, of every window: one more pass for them all."""
