@@ -21,6 +21,20 @@ SHIPPED_POLICIES = defaults_dir() / "validators"
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_warm_process() -> Iterator[None]:
+    """No test starts a warm process of ``lingyi verify`` by accident (subprocesses inherit
+    this): the tests of the warm process (tests/test_warm.py) turn it on for their calls,
+    with a socket folder of their own, and stop what they started."""
+    before = os.environ.get("LINGYI_DAEMON")
+    os.environ["LINGYI_DAEMON"] = "0"
+    yield
+    if before is None:
+        del os.environ["LINGYI_DAEMON"]
+    else:
+        os.environ["LINGYI_DAEMON"] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _kb_index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The knowledge-base indexes that servers and the CLI keep (in $XDG_CACHE_HOME) go to
     a temporary folder, not the user's cache; subprocesses inherit it."""
