@@ -68,7 +68,6 @@ class Server:
             conn, _ = self.listener.accept()
         except OSError:
             return
-        self.last = time.monotonic()
         with conn:
             try:
                 call, fds = wire.receive(conn, max_fds=3)
@@ -84,6 +83,7 @@ class Server:
             wire.close(fds)
             self.control(conn, str(call["op"]))
             return
+        self.last = time.monotonic()  # a call, not a status request, keeps the process alive
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child never returns from here
