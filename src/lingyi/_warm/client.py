@@ -47,8 +47,18 @@ def command(args: list[str]) -> str | None:
 
 
 def wanted(args: list[str]) -> bool:
-    """Hand this call to a warm process: a ``verify``, where a warm process may be used."""
-    return command(args) == "verify" and place.enabled()
+    """Hand this call to a warm process: a ``verify``, where a warm process may be used, with
+    this process's own stdio (a redirected ``sys.stdout`` would not see the child's output)."""
+    own = sys.stdin is sys.__stdin__ and sys.stdout is sys.__stdout__
+    own = own and sys.stderr is sys.__stderr__
+    return own and command(args) == "verify" and place.enabled() and _cwd() is not None
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed: a fresh process would fail the same way here
+        return None
 
 
 def run(args: list[str], in_process: Run) -> int:
@@ -87,7 +97,7 @@ def connect(path: str) -> _socket.socket | None:
 def through(sock: _socket.socket, args: list[str]) -> int:
     """Send the call, wait for its exit code (Ctrl-C is passed on to the child)."""
     fds = [fd for fd in (0, 1, 2) if _is_open(fd)]
-    call = {"argv": sys.argv[:1], "args": args, "cwd": os.getcwd(), "env": dict(os.environ)}
+    call = {"argv": list(sys.argv), "args": args, "cwd": _cwd(), "env": dict(os.environ)}
     child = 0
     try:
         wire.send(sock, {**call, "fds": fds}, fds)

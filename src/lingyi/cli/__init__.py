@@ -36,7 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     from lingyi._warm import client  # stdlib only: the warm path costs no import of lingyi's
 
-    if client.wanted(args):
+    # Only as the process's own command (argv from the command line, the original stdio): a
+    # caller of main([...]) in Python keeps its output where it redirected sys.stdout.
+    if argv is None and client.wanted(args):
         return client.run(args, run)
     return run(args)
 
