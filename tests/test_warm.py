@@ -344,3 +344,46 @@ def test_daemon_status_and_stop(world: World) -> None:
     assert other.status()["running"] == []
     human = other.lingyi("daemon", "status")
     assert "no warm process running" in human.stdout
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid`` (Linux's /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the child in /proc")
+def test_a_child_that_dies_mid_call_is_an_error_and_the_call_is_not_repeated(
+    world: World,
+) -> None:
+    """The child running a call is killed while it waits for stdin: the caller says so on
+    stderr and exits 70, and the call is not run again (nothing is logged for it)."""
+    other = _fresh_world(world, "lost")
+    other.warm_dir.mkdir(mode=0o700)
+    log = world.root / "lost.jsonl"
+    pid = other.up()["pid"]
+    args = ["--config", str(world.configs["zh"]), "verify", "--stdin"]
+    caller = subprocess.Popen(
+        [sys.executable, "-m", "lingyi", *args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=other.env(LINGYI_LOG=str(log)), cwd=other.root,
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # the child is forked when the call arrives
+            if children := _children(pid):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("no child was forked for the call")
+        os.kill(children[0], signal.SIGKILL)
+        given = json.dumps({"member": "lingzhi", "type": "fact", "content": "庄子"})
+        out, err = caller.communicate(given, timeout=120)
+    finally:
+        caller.kill()
+        other.stop()
+    assert caller.returncode == 70
+    assert "ended this call without an exit code" in err and "not repeated" in err
+    assert out == ""
+    assert not log.exists() or [r for r in read_log(log) if r.record] == []
