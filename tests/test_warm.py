@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from lingyi._warm import place
+from lingyi._warm import place, wire
 from lingyi.log import read_log
 from tests.conftest import SHIPPED_POLICIES
 
@@ -88,6 +88,15 @@ class World:
 
     def verify(self, language: str, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
         return self.lingyi("--config", str(self.configs[language]), "verify", *args, **kw)
+
+    def start(self, language: str, *args: str, **env: str) -> subprocess.Popen[str]:
+        """``lingyi verify ARGS`` started, not waited for."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "lingyi", "--config", str(self.configs[language]), "verify",
+             *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=self.env(**env), cwd=self.root,
+        )  # fmt: skip
 
     def status(self, **env: str) -> dict[str, Any]:
         done = self.lingyi("daemon", "status", "--json", **env)
@@ -346,6 +355,24 @@ def test_daemon_status_and_stop(world: World) -> None:
     assert "no warm process running" in human.stdout
 
 
+def _ask_until_warm(folder: Path) -> dict[str, Any]:
+    """The status of the warm process in ``folder``, asked over its socket (a status asked
+    while it is still loading is answered when it is done), once its policies are warm."""
+    for _ in range(1200):
+        for path in folder.glob("*.sock"):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.connect(str(path))
+                    wire.send(sock, {"op": "status"})
+                    answer = wire.receive(sock)[0]
+                except (OSError, ValueError):
+                    continue
+            if answer is not None and answer["warm_policies"]:
+                return answer
+        time.sleep(0.05)
+    raise AssertionError(f"no warm process became ready in {folder}")
+
+
 def _children(pid: int) -> list[int]:
     """The children of ``pid`` (Linux's /proc)."""
     found: list[int] = []
@@ -364,12 +391,7 @@ def test_a_child_that_dies_mid_call_is_an_error_and_the_call_is_not_repeated(
     other.warm_dir.mkdir(mode=0o700)
     log = world.root / "lost.jsonl"
     pid = other.up()["pid"]
-    args = ["--config", str(world.configs["zh"]), "verify", "--stdin"]
-    caller = subprocess.Popen(
-        [sys.executable, "-m", "lingyi", *args],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=other.env(LINGYI_LOG=str(log)), cwd=other.root,
-    )  # fmt: skip
+    caller = other.start("zh", "--stdin", LINGYI_LOG=str(log))
     try:
         for _ in range(600):  # the child is forked when the call arrives
             if children := _children(pid):
@@ -387,3 +409,47 @@ def test_a_child_that_dies_mid_call_is_an_error_and_the_call_is_not_repeated(
     assert "ended this call without an exit code" in err and "not repeated" in err
     assert out == ""
     assert not log.exists() or [r for r in read_log(log) if r.record] == []
+
+
+def test_two_first_calls_at_once_start_one_warm_process_and_both_answer(world: World) -> None:
+    """Two calls with no warm process yet, at once: both answer as in-process (zh and en),
+    each starts a warm process, one of those wins the socket and the other exits."""
+    other = _fresh_world(world, "race")
+    other.warm_dir.mkdir(mode=0o700)
+    cases = [("zh", "庄子的逍遥游讲的是自由"), ("en", "Zhuangzi wrote about freedom")]
+    try:
+        callers = [other.start(lang, "--member", "lingzhi", "--content", t) for lang, t in cases]
+        outs = [c.communicate(timeout=120) for c in callers]
+        for (lang, text), caller, (out, _) in zip(cases, callers, outs, strict=True):
+            fresh = other.verify(lang, "--member", "lingzhi", "--content", text, warm=False)
+            assert (caller.returncode, same(out)) == (0, same(fresh.stdout))
+        other.up()
+        assert len(other.status()["running"]) == 1
+    finally:
+        other.stop()
+
+
+def test_an_idle_warm_process_removes_its_socket_and_exits(world: World) -> None:
+    """``LINGYI_DAEMON_IDLE=1``: a second after its last call the warm process removes its
+    socket and exits; the next call runs in-process and starts another."""
+    other = _fresh_world(world, "idle")
+    other.warm_dir.mkdir(mode=0o700)
+    started = other.verify("zh", "--member", "lingzhi", "--content", "庄子", LINGYI_DAEMON_IDLE="2")
+    assert started.returncode == 0
+    pid = _ask_until_warm(other.warm_dir)["pid"]
+    for _ in range(600):  # a readiness wait: the socket goes when the process idles out
+        if not any(p.suffix == ".sock" for p in other.warm_dir.iterdir()):
+            break
+        time.sleep(0.1)
+    assert not any(p.suffix == ".sock" for p in other.warm_dir.iterdir())
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    done = other.verify("zh", "--member", "lingzhi", "--content", "庄子的逍遥游讲的是自由")
+    assert done.returncode == 0
+    other.stop()

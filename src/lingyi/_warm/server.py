@@ -60,6 +60,7 @@ class Server:
                     self.report(int(key.fd))
             if not events and self.warm.wanted:
                 self.warm.load_next()  # idle: load what the last child loaded the slow way
+                self.last = time.monotonic()  # idle counts from the end of its own work
             elif not events and time.monotonic() - self.last >= self.idle_s:
                 break
 
