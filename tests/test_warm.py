@@ -453,3 +453,38 @@ def test_an_idle_warm_process_removes_its_socket_and_exits(world: World) -> None
     done = other.verify("zh", "--member", "lingzhi", "--content", "庄子的逍遥游讲的是自由")
     assert done.returncode == 0
     other.stop()
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_config_that_says_warm_false_starts_none_and_stops_the_one_serving_it(
+    world: World, language: str
+) -> None:
+    """``[cli] warm = false``: with no warm process, the call runs in-process and starts
+    none; a warm process (started by another config) that serves such a call answers it as
+    in-process and then exits."""
+    other = _fresh_world(world, f"declined-{language}")
+    other.warm_dir.mkdir(mode=0o700)
+    config = world.root / f"cold-{language}.toml"
+    config.write_text(
+        world.configs[language].read_text(encoding="utf-8") + "[cli]\nwarm = false\n",
+        encoding="utf-8",
+    )
+    args = ["--config", str(config), "verify", "--member", "lingzhi", *MEDICAL]
+    try:
+        assert other.lingyi(*args).returncode == 1
+        time.sleep(1.0)  # a warm process started by mistake would have made its socket by now
+        assert not any(p.suffix == ".sock" for p in other.warm_dir.iterdir())
+        pid = other.up()["pid"]  # started by the usual config
+        warm, fresh = other.lingyi(*args), other.lingyi(*args, warm=False)
+        assert (warm.returncode, same(warm.stdout)) == (1, same(fresh.stdout))
+        for _ in range(100):  # it exits once the call is answered
+            if not other.status()["running"]:
+                break
+            time.sleep(0.1)
+        assert other.status()["running"] == []
+        with pytest.raises(ProcessLookupError):
+            for _ in range(100):
+                os.kill(pid, 0)
+                time.sleep(0.1)
+    finally:
+        other.stop()

@@ -12,3 +12,7 @@ read from is unchanged (:mod:`.policies`).
 This package imports only the standard library until a child runs the command: the client
 must cost no more than the interpreter's own start.
 """
+
+# Set by a verify whose config says ``[cli] warm = false``: the in-process call starts no
+# warm process, and a warm process's child tells its parent to exit after the call.
+declined = False

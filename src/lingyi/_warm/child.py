@@ -5,7 +5,8 @@ socket, put on 0, 1 and 2, so ``sys.stdout`` and friends write to them), its wor
 directory and environment (``os.environ`` replaced, then ``time.tzset()``), its ``argv``;
 runs :func:`lingyi.cli.run` as a fresh process would run ``main``; runs the atexit handlers
 registered during the call, waits for the call's own threads, flushes; sends the exit code;
-tells the parent which policy sets it had to load the slow way; and ends with ``os._exit``
+tells the parent which policy sets it had to load the slow way (and to exit, when the
+call's config says ``[cli] warm = false``); and ends with ``os._exit``
 (the parent's atexit handlers and buffers are not the call's).
 """
 
@@ -24,6 +25,7 @@ import time
 import traceback
 from typing import Any, NoReturn
 
+from lingyi import _warm
 from lingyi._warm import policies, wire
 
 
@@ -53,7 +55,8 @@ def run(
             wire.send(conn, {"exit": code})
             conn.close()
         with contextlib.suppress(BaseException):
-            os.write(report, json.dumps(policies.misses).encode())
+            told = {"misses": policies.misses, "stop": _warm.declined}
+            os.write(report, json.dumps(told).encode())
         os._exit(0)
 
 

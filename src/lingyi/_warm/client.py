@@ -74,11 +74,13 @@ def run(args: list[str], in_process: Run) -> int:
             return through(sock, args)
         finally:
             sock.close()
+    from lingyi import _warm
     from lingyi._warm import policies
 
     policies.record()  # the folders this call loads: the warm process loads them first
     code = in_process(args)
-    spawn(path, policies.misses)
+    if not _warm.declined:  # [cli] warm = false in the config this call used
+        spawn(path, policies.misses)
     return code
 
 

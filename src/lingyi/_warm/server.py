@@ -110,7 +110,8 @@ class Server:
                 "calls": self.calls, "python": sys.executable, "warm_policies": warm}  # fmt: skip
 
     def report(self, fd: int) -> None:
-        """What a child loaded the slow way (JSON keys), read until it closes the pipe."""
+        """What a child loaded the slow way, and whether to stop (JSON), read until it
+        closes the pipe."""
         try:
             data = os.read(fd, 65536)
         except OSError:
@@ -121,11 +122,14 @@ class Server:
         self.selector.unregister(fd)
         os.close(fd)
         try:
-            keys = json.loads(bytes(self.reports.pop(fd)) or b"[]")
-        except ValueError:
+            told = json.loads(bytes(self.reports.pop(fd)) or b"{}")
+            keys = [(str(f), bool(r), bool(c)) for f, r, c in told.get("misses", [])]
+        except (ValueError, TypeError, AttributeError):
             return
-        for folder, require_shared, cache in keys:
-            self.warm.want((str(folder), bool(require_shared), bool(cache)))
+        for key in keys:
+            self.warm.want(key)
+        if told.get("stop"):  # the call's config says [cli] warm = false
+            self.stopping = True
 
     def close(self) -> None:
         """Remove the socket (if it is still ours), serve what is queued on it, and stop."""

@@ -30,7 +30,8 @@ the seconds), or until lingyi's files, the interpreter or its start-up environme
 
 \b
 How to stop it: `lingyi daemon stop`; `{place.SWITCH}=0` runs every verify in-process and
-starts none."""
+starts none; `[cli] warm = false` in a config: its verify calls start none, and a warm
+process that serves one exits after it."""
 
 
 @cli.group("daemon", cls=Group, short_help="The warm processes of lingyi verify.", help=HELP)
