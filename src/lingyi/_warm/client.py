@@ -71,9 +71,10 @@ def run(args: list[str], in_process: Run) -> int:
     sock = connect(path)
     if sock is not None:
         try:
-            return through(sock, args)
+            code = through(sock, args)
         finally:
             sock.close()
+        return in_process(args) if code is None else code  # None: it could not fork, ran nothing
     from lingyi import _warm
     from lingyi._warm import policies
 
@@ -96,8 +97,9 @@ def connect(path: str) -> _socket.socket | None:
     return sock
 
 
-def through(sock: _socket.socket, args: list[str]) -> int:
-    """Send the call, wait for its exit code (Ctrl-C is passed on to the child)."""
+def through(sock: _socket.socket, args: list[str]) -> int | None:
+    """Send the call, wait for its exit code (Ctrl-C is passed on to the child); None when
+    the warm process could not start a child (nothing ran: run it here)."""
     fds = [fd for fd in (0, 1, 2) if _is_open(fd)]
     call = {"argv": list(sys.argv), "args": args, "cwd": _cwd(), "env": dict(os.environ)}
     child = 0
@@ -109,6 +111,8 @@ def through(sock: _socket.socket, args: list[str]) -> int:
                 break
             if "exit" in reply:
                 return int(reply["exit"])
+            if reply.get("not_run") and not child:
+                return None
             child = int(reply.get("pid", child))
     except KeyboardInterrupt:
         if child:

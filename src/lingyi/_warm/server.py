@@ -85,8 +85,15 @@ class Server:
             self.control(conn, str(call["op"]))
             return
         self.last = time.monotonic()  # a call, not a status request, keeps the process alive
-        read, write = os.pipe()
-        pid = os.fork()
+        try:
+            read, write = os.pipe()
+            pid = os.fork()
+        except OSError as exc:  # no child, so nothing ran: the caller may run it itself
+            log().warning("warm process: cannot fork", error=str(exc))
+            wire.close(fds)
+            with contextlib.suppress(OSError):
+                wire.send(conn, {"not_run": True})
+            return
         if pid == 0:  # the child never returns from here
             os.close(read)
             inherited = [self.listener.fileno(), self.lock, *self.reports]
