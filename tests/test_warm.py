@@ -488,3 +488,24 @@ def test_a_config_that_says_warm_false_starts_none_and_stops_the_one_serving_it(
                 time.sleep(0.1)
     finally:
         other.stop()
+
+
+@pytest.mark.parametrize("umask", [0o077, 0o022])
+def test_files_a_call_creates_get_the_callers_umask(world: World, umask: int) -> None:
+    """The log a call creates has the mode the caller's umask gives it, through the warm
+    process as in-process (the warm process was started with another umask)."""
+    world.up()
+    modes = []
+    for warm in (True, False):
+        log = world.root / f"umask-{umask:o}-{warm}.jsonl"
+        done = subprocess.run(
+            [sys.executable, "-m", "lingyi", "--config", str(world.configs["en"]), "verify",
+             "--member", "lingzhi", "--content", "Zhuangzi"],
+            capture_output=True, text=True, cwd=world.root, timeout=120, umask=umask,
+            env=world.env(LINGYI_LOG=str(log)) if warm else world.env(LINGYI_DAEMON="0",
+                                                                       LINGYI_LOG=str(log)),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        modes.append(log.stat().st_mode & 0o777)
+    assert modes[0] == modes[1]
+    assert modes[0] & umask == 0

@@ -2,7 +2,7 @@
 
 The child takes the caller's stdin, stdout and stderr (the descriptors passed over the
 socket, put on 0, 1 and 2, so ``sys.stdout`` and friends write to them), its working
-directory and environment (``os.environ`` replaced, then ``time.tzset()``), its ``argv``;
+directory, umask and environment (``os.environ`` replaced, then ``time.tzset()``), its ``argv``;
 runs :func:`lingyi.cli.run` as a fresh process would run ``main``; runs the atexit handlers
 registered during the call, waits for the call's own threads, flushes; sends the exit code;
 tells the parent which policy sets it had to load the slow way (and to exit, when the
@@ -86,6 +86,7 @@ def _become_caller(call: dict[str, Any], fds: list[int]) -> None:
         with contextlib.suppress(Exception):  # a terminal is line-buffered, as at a fresh start
             stream.reconfigure(line_buffering=fd == 2 or os.isatty(fd))  # type: ignore[union-attr]
     os.chdir(str(call["cwd"]))
+    os.umask(int(call.get("umask", 0o022)))
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(call["env"]).items()})
     time.tzset()

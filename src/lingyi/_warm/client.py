@@ -101,7 +101,11 @@ def through(sock: _socket.socket, args: list[str]) -> int | None:
     """Send the call, wait for its exit code (Ctrl-C is passed on to the child); None when
     the warm process could not start a child (nothing ran: run it here)."""
     fds = [fd for fd in (0, 1, 2) if _is_open(fd)]
-    call = {"argv": list(sys.argv), "args": args, "cwd": _cwd(), "env": dict(os.environ)}
+    mask = os.umask(0o077)  # read it (there is no other way), then put it back
+    os.umask(mask)
+    call: dict[str, object] = {"argv": list(sys.argv), "args": args, "cwd": _cwd()}
+    call["env"] = dict(os.environ)
+    call["umask"] = mask  # the modes of the files the call creates (a log, a cache)
     child = 0
     try:
         wire.send(sock, {**call, "fds": fds}, fds)

@@ -3,7 +3,8 @@
 One socket per user and per *kind of process*: its name is a hash of everything that makes a
 process that started earlier behave differently from a fresh one (the interpreter, its
 flags, lingyi's own files and their newest mtime, the import path, the environment variables
-read at start-up). A changed checkout, another venv or ``PYTHONPATH`` pointing elsewhere
+read at start-up, the groups). What a call can carry itself (working directory, umask,
+environment, stdio) it does, per call. A changed checkout, another venv or ``PYTHONPATH`` pointing elsewhere
 (``benchmarks/bench_start.py --baseline``) therefore never reaches a process started for
 something else. The folder is refused unless it is a real folder (not a link), owned by the
 user, with no group or other permission bits: the socket hands over the caller's terminal.
@@ -108,6 +109,7 @@ def socket_path(*, create: bool = True) -> str:
 def key() -> str:
     """A short hash of what makes a process started earlier differ from a fresh one."""
     parts = [sys.executable, sys.version, repr(sys.flags), *import_path(), *_package()]
+    parts += [str(os.getgid()), repr(sorted(os.getgroups()))]  # the group of files it creates
     parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(START_ENV))
     data = "\0".join(parts).encode("utf-8", "surrogateescape")
     # Two checksums, 64 bits: names, not secrets (the folder's owner and mode keep others out),
