@@ -509,3 +509,36 @@ def test_files_a_call_creates_get_the_callers_umask(world: World, umask: int) ->
         modes.append(log.stat().st_mode & 0o777)
     assert modes[0] == modes[1]
     assert modes[0] & umask == 0
+
+
+def test_a_warm_process_started_under_a_limit_never_serves_a_call_without_it(
+    world: World,
+) -> None:
+    """A first call under ``ulimit -f`` (its log cannot grow: exit 2) starts a warm process
+    that has that limit; a later call without the limit is not served by it (a child cannot
+    raise a hard limit back) and writes its record, zh and en."""
+    import resource
+
+    other = _fresh_world(world, "limits")
+    other.warm_dir.mkdir(mode=0o700)
+    log = world.root / "limits.jsonl"
+    log.write_bytes(b"")
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    args = ["--config", str(world.configs["zh"]), "verify", "--member", "lingzhi"]
+    try:
+        limited = subprocess.run(
+            [sys.executable, "-m", "lingyi", *args, "--content", "庄子的逍遥游讲的是自由"],
+            capture_output=True, text=True, cwd=other.root, timeout=120,
+            env=other.env(LINGYI_LOG=str(log)), preexec_fn=small_files,
+        )  # fmt: skip
+        assert limited.returncode == 2 and "File too large" in limited.stderr
+        _ask_until_warm(other.warm_dir)  # the warm process it started, with the limit
+        for content in ("庄子的逍遥游讲的是自由", "Zhuangzi wrote about freedom"):
+            done = other.lingyi(*args, "--content", content, LINGYI_LOG=str(log))
+            assert done.returncode == 0, done.stderr
+        assert len([r for r in read_log(log) if r.record]) == 2
+    finally:
+        other.stop()

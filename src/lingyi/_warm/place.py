@@ -3,7 +3,7 @@
 One socket per user and per *kind of process*: its name is a hash of everything that makes a
 process that started earlier behave differently from a fresh one (the interpreter, its
 flags, lingyi's own files and their newest mtime, the import path, the environment variables
-read at start-up, the groups). What a call can carry itself (working directory, umask,
+read at start-up, the groups, the resource limits). What a call can carry itself (working directory, umask,
 environment, stdio) it does, per call. A changed checkout, another venv or ``PYTHONPATH`` pointing elsewhere
 (``benchmarks/bench_start.py --baseline``) therefore never reaches a process started for
 something else. The folder is refused unless it is a real folder (not a link), owned by the
@@ -110,11 +110,21 @@ def key() -> str:
     """A short hash of what makes a process started earlier differ from a fresh one."""
     parts = [sys.executable, sys.version, repr(sys.flags), *import_path(), *_package()]
     parts += [str(os.getgid()), repr(sorted(os.getgroups()))]  # the group of files it creates
+    parts += _limits()
     parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(START_ENV))
     data = "\0".join(parts).encode("utf-8", "surrogateescape")
     # Two checksums, 64 bits: names, not secrets (the folder's owner and mode keep others out),
     # and hashlib would load OpenSSL.
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
+def _limits() -> list[str]:
+    """The resource limits (soft and hard): a warm process started under ``ulimit -f``
+    would hand them to every call, and a child cannot raise a hard limit back."""
+    import resource  # POSIX only, like the warm process
+
+    names = sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))
+    return [f"{n}={resource.getrlimit(getattr(resource, n))}" for n in names]
 
 
 def import_path() -> list[str]:

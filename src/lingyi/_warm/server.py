@@ -16,7 +16,6 @@ The parent logs through :mod:`lingyi._logging` only; its stdio is the null devic
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import selectors
@@ -167,6 +166,8 @@ def log() -> Any:
 def lock(path: str) -> int | None:
     """An exclusive lock beside the socket for this process's lifetime; None when another
     warm process holds it (two started at once: one wins, the other exits)."""
+    import fcntl  # POSIX only; every lingyi module imports without it (tests/test_vlog.py)
+
     fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
