@@ -16,22 +16,14 @@ from lingyi.ledger import Ledger
 from lingyi.models import Assertion, Evidence, VerificationResult
 from lingyi.policy import PolicySet, load_policies
 
+# No test starts a warm process of ``lingyi verify`` by accident: set before any test module
+# is imported, since some copy os.environ at import (tests/test_log_faults.py), and inherited
+# by every subprocess. tests/test_warm.py turns it on for its own calls, with a socket folder
+# of its own, and stops what it started.
+os.environ["LINGYI_DAEMON"] = "0"
+
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_POLICIES = defaults_dir() / "validators"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _no_warm_process() -> Iterator[None]:
-    """No test starts a warm process of ``lingyi verify`` by accident (subprocesses inherit
-    this): the tests of the warm process (tests/test_warm.py) turn it on for their calls,
-    with a socket folder of their own, and stop what they started."""
-    before = os.environ.get("LINGYI_DAEMON")
-    os.environ["LINGYI_DAEMON"] = "0"
-    yield
-    if before is None:
-        del os.environ["LINGYI_DAEMON"]
-    else:
-        os.environ["LINGYI_DAEMON"] = before
 
 
 @pytest.fixture(scope="session", autouse=True)
