@@ -3,7 +3,12 @@
 Interleaved in one run, ``--runs`` times each, so load on the machine touches all alike:
 
 - ``python -c pass``: the interpreter alone, the floor of any command;
-- ``lingyi verify``: one assertion verified and logged, the process's whole wall time;
+- ``lingyi verify``, three ways (``lingyi._warm``): **warm** (a warm process is up: the call
+  is a small client that hands over to a forked child), **in-process** (``LINGYI_DAEMON=0``:
+  the whole fresh start, as on Windows), and **first call** (no warm process yet: the call
+  runs in-process, then starts one; each sample in a new socket folder, and the warm process
+  it started is waited for and stopped outside the timed part, so its start-up CPU does not
+  land on the next sample); one assertion verified and logged, the caller's whole wall time;
 - ``lingyi serve``: from spawning the process to the answer of ``initialize`` (a real MCP
   client over stdio), against the same for ``benchmarks/bare_server.py`` (the same SDK and
   knowledge base, no guard); then the first ``tools/list`` right after, timed on its own
@@ -24,7 +29,12 @@ the environment would have written bytecode itself; ``--no-compile`` measures as
 
 ``--baseline SRC``: also run ``verify`` and ``serve`` from another checkout's ``src`` folder
 (``git worktree add /tmp/base main``, or ``git archive main src | tar -x -C /tmp/base``),
-interleaved with the rest, for a before/after under the same load.
+interleaved with the rest, for a before/after under the same load (its verify in-process).
+``--verify-only`` leaves the two ``serve`` rows out.
+
+The warm processes use a socket folder of the benchmark's own (``LINGYI_WARM_DIR``), never
+the user's, and are stopped at the end. CPU of a warm call is the client's only (the forked
+child is not a child of the benchmark); its wall time includes the child's work.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -44,22 +55,67 @@ import anyio
 from mcp import Client
 
 from bench_server import Deployment, clean_env, deploy, stdio
+from lingyi._warm import wire
 
 VERIFY = ["verify", "--member", "lingzhi", "--type", "fact", "--content", "庄子的逍遥游讲的是自由"]
 
 
-def env_for(src: Path | None) -> dict[str, str]:
-    """The clean environment; with ``src``, lingyi imported from that checkout instead."""
+def env_for(src: Path | None, warm: Path | None = None) -> dict[str, str]:
+    """The clean environment; with ``src``, lingyi imported from that checkout instead; with
+    ``warm``, the warm process on, its sockets in that folder (else off)."""
     env = clean_env()
     if src is not None:  # PYTHONPATH comes before the editable install's .pth entry
         env["PYTHONPATH"] = str(src)
+    env["LINGYI_DAEMON"] = "1" if warm is not None else "0"
+    if warm is not None:
+        env.update(LINGYI_WARM_DIR=str(warm), LINGYI_DAEMON_IDLE="3600")
     return env
 
 
-def wall_ms(argv: list[str], src: Path | None = None) -> float:
+def wall_ms(argv: list[str], src: Path | None = None, warm: Path | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run(argv, env=env_for(src), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        argv, env=env_for(src, warm), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return (time.perf_counter() - started) * 1000
+
+
+def ask(folder: Path, op: str) -> dict[str, object] | None:
+    """The answer of the warm process in ``folder`` to ``op`` (status, stop); None: none."""
+    for path in folder.glob("*.sock"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            try:
+                sock.connect(str(path))
+                wire.send(sock, {"op": op})
+                return wire.receive(sock)[0]
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def settled(folder: Path, *, stop: bool) -> None:
+    """Wait until the warm process in ``folder`` has its policies warm (it then idles), and
+    stop it if asked; a readiness wait, outside every timed part."""
+    for _ in range(1200):
+        answer = ask(folder, "status")
+        if answer is not None and answer.get("warm_policies"):
+            break
+        time.sleep(0.05)
+    else:
+        raise SystemExit(f"no warm process became ready in {folder}")
+    if stop:
+        ask(folder, "stop")
+        while any(folder.glob("*.sock")):
+            time.sleep(0.02)
+
+
+def first_call_ms(argv: list[str], root: Path) -> float:
+    """A call with no warm process yet (a new socket folder): it runs in-process and starts
+    one, which is waited for and stopped before the next sample."""
+    folder = Path(tempfile.mkdtemp(prefix="first-", dir=root))
+    wall = wall_ms(argv, warm=folder)
+    settled(folder, stop=True)
+    return wall
 
 
 # The first tools/list of each server step, in ms, beside its initialize (filled by serve()).
@@ -86,17 +142,27 @@ def serve(name: str, argv: list[str], src: Path | None = None) -> Callable[[], f
     return lambda: anyio.run(run)
 
 
-def measures(dep: Deployment, baseline: Path | None) -> dict[str, Callable[[], float]]:
+def measures(
+    dep: Deployment, baseline: Path | None, root: Path, *, with_serve: bool
+) -> dict[str, Callable[[], float]]:
     lingyi = [sys.executable, "-m", "lingyi", "--config", str(dep.config)]
+    warm = root / "warm"
+    warm.mkdir(mode=0o700)
     steps = {
         "python -c pass": lambda: wall_ms([sys.executable, "-c", "pass"]),
-        "lingyi verify": lambda: wall_ms([*lingyi, *VERIFY]),
-        "serve initialize": serve("serve", dep.guarded()),
-        "bare initialize": serve("bare", dep.bare()),
+        "verify warm": lambda: wall_ms([*lingyi, *VERIFY], warm=warm),
+        "verify in-process": lambda: wall_ms([*lingyi, *VERIFY]),
+        "verify first call": lambda: first_call_ms([*lingyi, *VERIFY], root),
     }
-    if baseline is not None:  # the same two commands of an older checkout, interleaved
+    if with_serve:
+        steps["serve initialize"] = serve("serve", dep.guarded())
+        steps["bare initialize"] = serve("bare", dep.bare())
+    if baseline is not None:  # the same commands of an older checkout, interleaved
         steps["baseline verify"] = lambda: wall_ms([*lingyi, *VERIFY], baseline)
-        steps["baseline serve"] = serve("baseline serve", dep.guarded(), baseline)
+        if with_serve:
+            steps["baseline serve"] = serve("baseline serve", dep.guarded(), baseline)
+    wall_ms([*lingyi, *VERIFY], warm=warm)  # start the warm process of "verify warm"
+    settled(warm, stop=False)
     return steps
 
 
@@ -129,9 +195,9 @@ def timed(step: Callable[[], float]) -> tuple[float, float]:
     return wall, child_cpu_ms() - before
 
 
-def p90(samples: list[float]) -> float:
+def pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -141,43 +207,75 @@ def main() -> None:
     parser.add_argument(
         "--baseline", type=Path, help="an older checkout's src/ folder, measured interleaved"
     )
+    parser.add_argument("--verify-only", action="store_true", help="leave the serve rows out")
     args = parser.parse_args()
     note = bytecode(not args.no_compile, args.baseline)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="lingyi-start-") as tmp:
-        steps = measures(deploy(Path(tmp), fsync=False), args.baseline)
-        times: dict[str, list[float]] = {name: [] for name in steps}
-        cpu: dict[str, list[float]] = {name: [] for name in steps}
-        for step in steps.values():  # warm the disk cache and the bytecode
-            step()
-        for listing in LISTINGS.values():
-            listing.clear()
-        for r in range(args.runs):
-            for name in list(steps) if r % 2 == 0 else list(reversed(steps)):
-                wall, used = timed(steps[name])
-                times[name].append(wall)
-                cpu[name].append(used)
+        root = Path(tmp)
+        steps = measures(
+            deploy(root, fsync=False), args.baseline, root, with_serve=not args.verify_only
+        )
+        try:
+            times, cpu = run_all(steps, args.runs)
+        finally:
+            ask(root / "warm", "stop")
+    sys.stdout.write("\n".join(report(times, cpu, load, note)) + "\n")
+
+
+def run_all(
+    steps: dict[str, Callable[[], float]], runs: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each step ``runs`` times, interleaved, in alternating order, after one warm-up each."""
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    cpu: dict[str, list[float]] = {name: [] for name in steps}
+    for step in steps.values():  # warm the disk cache and the bytecode
+        step()
+    for listing in LISTINGS.values():
+        listing.clear()
+    for r in range(runs):
+        for name in list(steps) if r % 2 == 0 else list(reversed(steps)):
+            wall, used = timed(steps[name])
+            times[name].append(wall)
+            cpu[name].append(used)
+    return times, cpu
+
+
+def report(
+    times: dict[str, list[float]], cpu: dict[str, list[float]], load: float, note: str
+) -> list[str]:
     med = {n: statistics.median(v) for n, v in times.items()}
     rows = [f"load average {load:.2f} → {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores); {note}"]
     rows += [
-        f"{n:<18} median {med[n]:7.1f} ms  p90 {p90(v):7.1f} ms  "
-        f"CPU median {statistics.median(cpu[n]):7.1f} ms  min {min(cpu[n]):7.1f} ms"
+        f"{n:<18} median {med[n]:7.1f} ms  p90 {pct(v, 0.9):7.1f} ms  p99 {pct(v, 0.99):7.1f} ms"
+        f"  CPU median {statistics.median(cpu[n]):7.1f} ms  min {min(cpu[n]):7.1f} ms"
         for n, v in times.items()
     ]
     rows += [
-        f"first tools/list, {n:<14} median {statistics.median(v):6.2f} ms  p90 {p90(v):6.2f} ms"
+        f"first tools/list, {n:<14} median {statistics.median(v):6.2f} ms  p90 {pct(v, 0.9):6.2f} ms"
         for n, v in LISTINGS.items()
+        if v
     ]
+    fresh, floor = med["verify in-process"], med["python -c pass"]
     rows.append(
-        f"verify / python -c pass: {med['lingyi verify'] / med['python -c pass']:.2f}x; "
-        f"serve / bare initialize: {med['serve initialize'] / med['bare initialize']:.2f}x"
+        f"verify warm / in-process: {med['verify warm'] / fresh:.3f}x; warm / python -c pass: "
+        f"{med['verify warm'] / floor:.2f}x; first call / in-process: "
+        f"{med['verify first call'] / fresh:.2f}x"
     )
-    if args.baseline is not None:
+    if "serve initialize" in med:
         rows.append(
-            f"baseline: verify {med['baseline verify']:.1f} ms, serve / bare "
-            f"{med['baseline serve'] / med['bare initialize']:.2f}x"
+            f"serve / bare initialize: {med['serve initialize'] / med['bare initialize']:.2f}x"
         )
-    sys.stdout.write("\n".join(rows) + "\n")
+    if "baseline verify" in med:
+        rows.append(
+            f"baseline verify (in-process): {med['baseline verify']:.1f} ms; "
+            f"warm / baseline: {med['verify warm'] / med['baseline verify']:.3f}x"
+        )
+        if "baseline serve" in med:
+            rows.append(
+                f"baseline serve / bare {med['baseline serve'] / med['bare initialize']:.2f}x"
+            )
+    return rows
 
 
 if __name__ == "__main__":

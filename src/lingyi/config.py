@@ -133,6 +133,15 @@ class PoliciesSection(_Strict):
     )
 
 
+class CliSection(_Strict):
+    """The command line."""
+
+    warm: bool = Field(
+        True,
+        description="lingyi verify may start and use a warm process (POSIX: one per user, forks a child per call, exits after 600 s idle; lingyi daemon --help). false: this config's verify calls start none, and a warm process that serves one exits after it. $LINGYI_DAEMON=0 turns it off for every config.",
+    )
+
+
 class LedgerSection(_Strict):
     """Bounds of the evidence ledger: what the server remembers of each session's tool results."""
 
@@ -543,6 +552,7 @@ class ConfigFile(_Strict):
     paths: PathsSection = Field(default_factory=PathsSection)
     log: LogSection = Field(default_factory=LogSection)
     policies: PoliciesSection = Field(default_factory=PoliciesSection)
+    cli: CliSection = Field(default_factory=CliSection)
     ledger: LedgerSection = Field(default_factory=LedgerSection)
     data_sources: dict[str, DataSourceEntry] = Field(
         default_factory=dict, description="Registered data sources, by name."

@@ -223,6 +223,7 @@ COMMANDS = {
     "approvals": "approvals",
     "completion": "completion",
     "config": "config",
+    "daemon": "daemon",
     "demo": "serve",
     "init": "init",
     "log": "log",

@@ -11,6 +11,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from lingyi import _warm
 from lingyi.cli import _complete
 from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, cli, entry, input_error, json_option
 from lingyi.council import MemoryCouncil
@@ -79,6 +80,8 @@ def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
     when rejected, 0 when approved or fallback.
     """
     config = app.config()
+    if not config.raw.cli.warm:  # this deployment wants no warm process (lingyi._warm)
+        _warm.declined = True
     kb = functools.cache(lambda: open_kb(config, guard.layer.policies))
     guard = Guard.from_config(
         config,

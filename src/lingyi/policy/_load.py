@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from lingyi._validation import problems
+from lingyi._warm import policies as _warm
 from lingyi.checks import REGISTRY, CheckParams, load_builtin_checks
 from lingyi.errors import PolicyError
 from lingyi.models import AssertionType, Stage
@@ -94,6 +95,8 @@ def policy_files(folder: Path) -> tuple[list[Path], dict[Path, str]]:
 def load_policies(folder: Path, *, require_shared: bool = True, cache: bool = True) -> PolicySet:
     """Load and validate every policy file in ``folder``; raise PolicyError on the first problem.
     ``cache``: reuse the TOML parser's output of unchanged files (:mod:`._cache`)."""
+    if (warm := _warm.lookup(folder, require_shared, cache)) is not None:
+        return warm  # a warm process's set, its files unchanged since (lingyi._warm.policies)
     policies, errors = _Loader(folder, require_shared, cache).load()
     if errors:
         first, more = errors[0], len(errors) - 1

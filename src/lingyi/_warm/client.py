@@ -1,0 +1,177 @@
+"""The client side: ``lingyi verify`` hands its call to the warm process, or runs in-process.
+
+With a warm process listening, the call goes there whole (arguments, working directory, the
+environment, and stdin, stdout and stderr themselves) and this process only waits for the
+exit code. Without one, the call runs in this process exactly as before and then starts a
+warm process, detached, for the next call. A call handed over is never run a second time:
+a child that ends without an exit code may already have logged, so that is an error (70).
+"""
+
+from __future__ import annotations
+
+import _socket  # not socket: see wire
+import os
+import sys
+
+from lingyi._warm import place, wire
+
+TYPE_CHECKING = False  # not typing's (see lingyi/__init__.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Run = Callable[[list[str]], int]
+
+EXIT_LOST = 70  # EX_SOFTWARE: the warm process ended the call without an exit code
+# The global options of the top group, with a value and without (lingyi.cli._app._GLOBALS).
+WITH_VALUE = ("--config", "--log", "--color")
+FLAGS = ("-v", "--verbose")
+LOST = (
+    "lingyi: error: the warm process (lingyi daemon) ended this call without an exit code; "
+    "the call is not repeated (it may have been logged already). "
+    "LINGYI_DAEMON=0 runs it in-process; lingyi daemon --help says more.\n"
+)
+
+
+def command(args: list[str]) -> str | None:
+    """The command named in ``args``, past the global options (None: none, or help)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in WITH_VALUE:
+            i += 2
+        elif arg in FLAGS or arg.startswith(tuple(f"{o}=" for o in WITH_VALUE)):
+            i += 1
+        else:
+            return None if arg.startswith("-") else arg
+    return None
+
+
+def wanted(args: list[str]) -> bool:
+    """Hand this call to a warm process: a ``verify``, where a warm process may be used, with
+    this process's own stdio (a redirected ``sys.stdout`` would not see the child's output)."""
+    own = sys.stdin is sys.__stdin__ and sys.stdout is sys.__stdout__
+    own = own and sys.stderr is sys.__stderr__
+    return own and command(args) == "verify" and place.enabled() and _cwd() is not None
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed: a fresh process would fail the same way here
+        return None
+
+
+def run(args: list[str], in_process: Run) -> int:
+    """Run ``args`` in the warm process, or here (then start one for the next call)."""
+    try:
+        path = place.socket_path()
+    except place.Refused as exc:
+        _refused(exc)
+        return in_process(args)
+    sock = connect(path)
+    if sock is not None:
+        try:
+            code = through(sock, args)
+        finally:
+            sock.close()
+        return in_process(args) if code is None else code  # None: it could not fork, ran nothing
+    from lingyi import _warm
+    from lingyi._warm import policies
+
+    policies.record()  # the folders this call loads: the warm process loads them first
+    code = in_process(args)
+    if not _warm.declined:  # [cli] warm = false in the config this call used
+        spawn(path, policies.misses)
+    return code
+
+
+def connect(path: str) -> _socket.socket | None:
+    """A connection to the warm process at ``path``; None when none listens (a missing or a
+    stale socket: the warm process started next replaces it)."""
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def through(sock: _socket.socket, args: list[str]) -> int | None:
+    """Send the call, wait for its exit code (Ctrl-C is passed on to the child); None when
+    the warm process could not start a child (nothing ran: run it here)."""
+    fds = [fd for fd in (0, 1, 2) if _is_open(fd)]
+    mask = os.umask(0o077)  # read it (there is no other way), then put it back
+    os.umask(mask)
+    call: dict[str, object] = {"argv": list(sys.argv), "args": args, "cwd": _cwd()}
+    call["env"] = dict(os.environ)
+    call["umask"] = mask  # the modes of the files the call creates (a log, a cache)
+    child = 0
+    try:
+        wire.send(sock, {**call, "fds": fds}, fds)
+        while True:
+            reply, _ = wire.receive(sock)
+            if reply is None:
+                break
+            if "exit" in reply:
+                return int(reply["exit"])
+            if reply.get("not_run") and not child:
+                return None
+            child = int(reply.get("pid", child))
+    except KeyboardInterrupt:
+        if child:
+            _interrupt(child)
+        sys.stderr.write("\nlingyi: interrupted\n")
+        return 130
+    except (OSError, ValueError):
+        pass
+    sys.stderr.write(LOST)
+    return EXIT_LOST
+
+
+def _interrupt(pid: int) -> None:
+    import signal
+
+    try:  # noqa: SIM105  (contextlib would import collections and functools)
+        os.kill(pid, signal.SIGINT)
+    except OSError:
+        pass
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _refused(exc: place.Refused) -> None:
+    """Say once per call why no warm process is used: someone may be tampering."""
+    from lingyi import _logging
+
+    _logging.get_logger().warning("warm process not used: unsafe socket folder", reason=str(exc))
+
+
+def spawn(path: str, warm: list[tuple[str, bool, bool]]) -> None:
+    """Start the warm process for ``path``, detached (its own session, stdio on the null
+    device), with what to load first; a failure to start only costs speed."""
+    import json
+    import subprocess
+
+    flags = [f for f, on in (("-B", sys.flags.dont_write_bytecode),
+                             ("-s", sys.flags.no_user_site),
+                             ("-P", getattr(sys.flags, "safe_path", False))) if on]  # fmt: skip
+    argv = [sys.executable, *flags, "-m", "lingyi._warm.server", path]
+    argv += [json.dumps(place.import_path()), json.dumps(warm)]
+    try:  # noqa: SIM105  (contextlib would import collections and functools)
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        pass
