@@ -542,3 +542,38 @@ def test_a_warm_process_started_under_a_limit_never_serves_a_call_without_it(
         assert len([r for r in read_log(log) if r.record]) == 2
     finally:
         other.stop()
+
+
+# In a fresh interpreter: what the warm process imports and warms, then one verify as a
+# child runs it; prints the modules the verify imported on top (one per line).
+_PROBE = """
+import sys
+from lingyi._warm import policies, server
+from lingyi.config import load_config
+server.preload()
+raw = load_config(sys.argv[1]).raw.policies
+warm = policies.Warm()
+warm.want((str(load_config(sys.argv[1]).validators_dir), raw.require_shared, raw.cache))
+warm.load_next()
+before = set(sys.modules)
+warm.serve()
+from lingyi.cli import run
+run(["--config", sys.argv[1], "verify", *sys.argv[2:]])
+sys.stderr.write("\\n".join(sorted(set(sys.modules) - before)))
+"""
+
+
+@pytest.mark.parametrize(("name", "args", "code"), CALLS[:6], ids=[c[0] for c in CALLS[:6]])
+def test_a_warm_child_imports_nothing_the_warm_process_has_not(
+    world: World, name: str, args: list[str], code: int
+) -> None:
+    """What a child imports for a verify, it imports on every call (a fork throws it away):
+    the warm process preloads everything the approved, rejected and fallback paths use."""
+    language = "en" if name.endswith("en") else "zh"
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(world.configs[language]), *args],
+        capture_output=True, text=True, env=world.env(LINGYI_DAEMON="0"), cwd=world.root,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "", f"imported per call: {done.stderr}"

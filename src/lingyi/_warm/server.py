@@ -28,10 +28,12 @@ from typing import Any
 from lingyi._warm import child, place, policies, wire
 
 # What a verify imports, loaded before the first fork so no child pays for it: the command
-# line, the verify command, its JSON output and --context paths, the log writer.
+# line, the verify command, its JSON output and --context paths, the log writer, and the
+# log's lock (filelock: lingyi._locks imports it with the first lock taken, 8-14 ms), and
+# jsonschema (a tool's arguments that the quick check of lingyi.policy._quick cannot pass).
 PRELOAD = ("lingyi.cli._app", "lingyi.cli.verify", "lingyi.cli.replay", "lingyi.replay",
            "lingyi.log.setup", "lingyi.guard", "lingyi.checks", "lingyi.answers",
-           "lingyi.conclusions", "structlog")  # fmt: skip
+           "lingyi.conclusions", "structlog", "filelock", "jsonschema")  # fmt: skip
 
 
 class Server:
