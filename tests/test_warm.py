@@ -411,6 +411,52 @@ def test_a_child_that_dies_mid_call_is_an_error_and_the_call_is_not_repeated(
     assert not log.exists() or [r for r in read_log(log) if r.record] == []
 
 
+def _wait_for_child(pid: int) -> int:
+    for _ in range(600):  # the child is forked when the call arrives
+        if children := _children(pid):
+            return children[0]
+        time.sleep(0.05)
+    raise AssertionError("no child was forked for the call")
+
+
+def _gone(pid: int) -> bool:
+    """``pid`` has ended within 10 s (the warm process ignores SIGCHLD: the kernel reaps it)."""
+    for _ in range(200):
+        if not Path(f"/proc/{pid}").exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the child in /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_to_the_caller_ends_the_child_and_the_caller_as_a_fresh_process(
+    world: World, signum: int
+) -> None:
+    """``kill`` of a caller whose call waits for stdin in a warm child (a timeout wrapper, a
+    closed terminal): the child gets the signal too and ends, the caller ends of the same
+    signal (as a fresh process would), and nothing is logged for the call."""
+    other = _fresh_world(world, f"signal-{signum}")
+    other.warm_dir.mkdir(mode=0o700)
+    log = world.root / f"signal-{signum}.jsonl"
+    pid = other.up()["pid"]
+    caller = other.start("zh", "--stdin", LINGYI_LOG=str(log))
+    try:
+        child = _wait_for_child(pid)
+        time.sleep(0.5)  # the caller installs its forwarding once it has the child's pid
+        caller.send_signal(signum)
+        caller.wait(timeout=120)
+        ended = _gone(child)  # stdin is still open: only the signal can have ended it
+        out, _ = caller.communicate(timeout=120)
+    finally:
+        caller.kill()
+        other.stop()
+    assert caller.returncode == -signum
+    assert ended, f"the child {child} outlived its caller"
+    assert out == ""
+    assert not log.exists() or [r for r in read_log(log) if r.record] == []
+
+
 def test_two_first_calls_at_once_start_one_warm_process_and_both_answer(world: World) -> None:
     """Two calls with no warm process yet, at once: both answer as in-process (zh and en),
     each starts a warm process, one of those wins the socket and the other exits."""

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
     Run = Callable[[list[str]], int]
 
+# Signals a fresh process would get from a terminal or a ``kill`` (Ctrl-C is KeyboardInterrupt).
+FORWARDED = ("SIGTERM", "SIGHUP", "SIGQUIT")
 EXIT_LOST = 70  # EX_SOFTWARE: the warm process ended the call without an exit code
 # The global options of the top group, with a value and without (lingyi.cli._app._GLOBALS).
 WITH_VALUE = ("--config", "--log", "--color")
@@ -98,8 +100,9 @@ def connect(path: str) -> _socket.socket | None:
 
 
 def through(sock: _socket.socket, args: list[str]) -> int | None:
-    """Send the call, wait for its exit code (Ctrl-C is passed on to the child); None when
-    the warm process could not start a child (nothing ran: run it here)."""
+    """Send the call, wait for its exit code; None when the warm process could not start a
+    child (nothing ran: run it here). Ctrl-C and the signals of :data:`FORWARDED` are passed
+    on to the child: this process then ends as the child did, as a fresh one would have."""
     fds = [fd for fd in (0, 1, 2) if _is_open(fd)]
     mask = os.umask(0o077)  # read it (there is no other way), then put it back
     os.umask(mask)
@@ -107,6 +110,8 @@ def through(sock: _socket.socket, args: list[str]) -> int | None:
     call["env"] = dict(os.environ)
     call["umask"] = mask  # the modes of the files the call creates (a log, a cache)
     child = 0
+    live: list[int] = []  # the child while it runs: where a forwarded signal goes
+    caught: list[int] = []  # the signals forwarded
     try:
         wire.send(sock, {**call, "fds": fds}, fds)
         while True:
@@ -114,10 +119,14 @@ def through(sock: _socket.socket, args: list[str]) -> int | None:
             if reply is None:
                 break
             if "exit" in reply:
+                live.clear()  # ended: its pid may be reused, nothing more goes to it
                 return int(reply["exit"])
             if reply.get("not_run") and not child:
                 return None
-            child = int(reply.get("pid", child))
+            if "pid" in reply and not child:
+                child = int(reply["pid"])
+                live.append(child)
+                _forward(live, caught)
     except KeyboardInterrupt:
         if child:
             _interrupt(child)
@@ -125,8 +134,40 @@ def through(sock: _socket.socket, args: list[str]) -> int | None:
         return 130
     except (OSError, ValueError):
         pass
+    live.clear()
+    if caught:  # the child ended of a signal sent to us: so do we
+        return _die_of(caught[0])
     sys.stderr.write(LOST)
     return EXIT_LOST
+
+
+def _forward(live: list[int], caught: list[int]) -> None:
+    """From now on, a signal of :data:`FORWARDED` sent to this process goes to the child in
+    ``live`` while it is there (the child runs in the warm process's session: a terminal's
+    hangup or a ``kill`` of this process would not reach it), and is noted in ``caught``."""
+    import signal
+
+    def forward(signum: int, _frame: object) -> None:
+        caught.append(signum)
+        for pid in live:
+            try:  # noqa: SIM105  (contextlib would import collections and functools)
+                os.kill(pid, signum)
+            except OSError:
+                pass
+
+    for name in FORWARDED:
+        if (signum := getattr(signal, name, None)) is not None:
+            signal.signal(signum, forward)
+
+
+def _die_of(signum: int) -> int:
+    """End this process by ``signum``, with its default action; 128 + ``signum`` (the
+    shell's code for it) if that does not end it."""
+    import signal
+
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum
 
 
 def _interrupt(pid: int) -> None:
