@@ -87,34 +87,7 @@ def _digest(body: memoryview | bytes, key: LogKey | None) -> bytes:
     return digest.hexdigest().encode()
 
 
-class LineMemo:
-    """A line's digest, worked out once for verifiers that share the memo and are fed the
-    same line one after the other. The line is told by identity: the memo holds it, so its
-    id cannot be reused while it is remembered. (A stats pass now has one verifier, whose
-    skim scans the line itself.)"""
-
-    __slots__ = ("key", "raw", "size", "value")
-
-    def __init__(self) -> None:
-        self.raw: bytes | None = None
-        self.size = -1
-        self.key: LogKey | None = None
-        self.value = b""
-
-    def digest(self, raw: bytes, size: int, key: LogKey | None) -> bytes:
-        """:func:`_digest` of ``raw``'s first ``size`` bytes."""
-        if raw is not self.raw or size != self.size or key is not self.key:
-            self.raw, self.size, self.key = raw, size, key
-            self.value = _digest(memoryview(raw)[:size], key)
-        return self.value
-
-    def __reduce__(self) -> tuple[type[LineMemo], tuple[()]]:
-        return LineMemo, ()  # a chunk's pass comes back from its worker without its last line
-
-
-def hash_ok(
-    raw: bytes, record: dict[str, Any], key: LogKey | None = None, memo: LineMemo | None = None
-) -> bool:
+def hash_ok(raw: bytes, record: dict[str, Any], key: LogKey | None = None) -> bool:
     """Does ``record`` (parsed from ``raw``) match its hash (its MAC with ``key``)?
 
     The writer hashes canonical(record without hash) and writes exactly those bytes followed
@@ -125,10 +98,7 @@ def hash_ok(
     laid_out = line[-_TAIL_LEN:-66] == _HASH_TAIL and line.endswith(b'"}')
     if laid_out:
         size = len(line) - _TAIL_LEN
-        digest = (
-            _digest(memoryview(raw)[:size], key) if memo is None else memo.digest(raw, size, key)
-        )
-        if digest == line[-66:-2]:
+        if _digest(memoryview(raw)[:size], key) == line[-66:-2]:
             return True
     expected = record_mac(record, key) if key is not None else record_hash(record)
     return expected == record.get("hash")
@@ -264,18 +234,15 @@ class ChainVerifier:
     kept and checked when the chunks are merged in order. ``keys``: the MACs of keyed
     records are checked, and a key it does not hold is a break. ``seq`` is the sequence
     number of the last hashed record (its own ``seq``, or counted when it has none).
-    ``memo``: shared by verifiers fed the same lines, which then hash each line once.
     """
 
     def __init__(
         self,
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
-        memo: LineMemo | None = None,
     ) -> None:
         self.prev = prev
         self.keys = keys
-        self.memo = memo or LineMemo()
         self.key_id: str | None = None if prev is not None else _UNKNOWN
         self.seq = 0
         self.report = ChainReport()
@@ -317,7 +284,7 @@ class ChainVerifier:
         report, stored, key_id = self.report, record["hash"], record.get("key_id")
         if key_id is None:
             report.plain += 1
-            ok = isinstance(stored, str) and hash_ok(line.raw, record, None, self.memo)
+            ok = isinstance(stored, str) and hash_ok(line.raw, record, None)
         elif self.keys is None:
             report.keyed_unchecked += 1
             return None  # the link and the key rules are still checked
@@ -326,7 +293,7 @@ class ChainVerifier:
             return self._counted_break("rekeyed", line.lineno, record_id, why)
         else:
             report.keyed += 1
-            ok = isinstance(stored, str) and hash_ok(line.raw, record, key, self.memo)
+            ok = isinstance(stored, str) and hash_ok(line.raw, record, key)
         return None if ok else self._counted_break("edited", line.lineno, record_id, EDITED)
 
     def _advance(self, record: dict[str, Any], stored: object) -> None:

@@ -28,7 +28,6 @@ from lingyi.log.chain import (
     GENESIS,
     ChainReport,
     ChainVerifier,
-    LineMemo,
     Problem,
     tail_match,
 )
@@ -427,14 +426,13 @@ class LogPass:
         self,
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
-        memo: LineMemo | None = None,
         chain: ChainVerifier | None = None,
     ) -> None:
         self.integrity = Integrity()
         # With the log's keys: log verify's verdict. ``chain`` given: a verifier shared with
         # other passes over the same lines (:class:`WindowsPass`), which feeds and merges it.
         self.shared_chain = chain is not None
-        self.chain = chain or ChainVerifier(prev, keys, memo)
+        self.chain = chain or ChainVerifier(prev, keys)
         self.pending_subjects: list[dict[str, Any]] = []
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
@@ -574,10 +572,9 @@ class Aggregator(LogPass, Counters):
         member: str | None = None,
         prev: str | None = GENESIS,
         keys: KeyRing | None = None,
-        memo: LineMemo | None = None,
         chain: ChainVerifier | None = None,
     ) -> None:
-        LogPass.__init__(self, prev, keys, memo, chain)
+        LogPass.__init__(self, prev, keys, chain)
         Counters.__init__(self)
         self.window, self.member = window, member
         self.start_key, self.end_key = ts_key(window.start), ts_key(window.end)
