@@ -10,7 +10,7 @@ the models, so a command that needs neither (the warm client of ``lingyi verify`
 
 from __future__ import annotations
 
-import sys
+from lingyi._lazy import attribute
 
 # Not typing.TYPE_CHECKING: importing typing alone costs more than this package's whole
 # warm path. mypy treats a name TYPE_CHECKING as true all the same.
@@ -68,13 +68,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     """A public name, imported from its module the first time it is asked for."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'lingyi' has no attribute {name!r}")
-    __import__(home)  # not importlib.import_module: importlib itself is not loaded yet
-    value = getattr(sys.modules[home], name)
-    globals()[name] = value  # later look-ups are plain attribute reads
-    return value
+    return attribute(__name__, _HOME, globals(), name)
 
 
 def __dir__() -> list[str]:

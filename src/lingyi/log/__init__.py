@@ -25,6 +25,7 @@ no appeal and runs no query, and importing both was ~4 ms of it.
 
 from typing import TYPE_CHECKING, Any
 
+from lingyi._lazy import attribute
 from lingyi.log.audit import Guarantee, LogVerification, verify_log
 from lingyi.log.chain import (
     GENESIS,
@@ -88,23 +89,18 @@ _LAZY = {
             "list_appeals",
             "resolve_appeal",
         ],
-        "appeals",
+        f"{__name__}.appeals",
     ),
     **dict.fromkeys(
-        ["Query", "Skipped", "format_human", "format_jsonl", "query_log", "tail_log"], "query"
+        ["Query", "Skipped", "format_human", "format_jsonl", "query_log", "tail_log"],
+        f"{__name__}.query",
     ),
 }
 
 
 def __getattr__(name: str) -> Any:
     """A name of the appeals or the query module, imported now (see the docstring)."""
-    if (module := _LAZY.get(name)) is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return attribute(__name__, _LAZY, globals(), name)
 
 
 __all__ = [

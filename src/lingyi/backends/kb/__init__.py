@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lingyi._lazy import attribute
 from lingyi._logging import get_logger
 from lingyi.backends.kb.search import MIN_COVERAGE, KBHit, top_hits
 from lingyi.backends.kb.store import Store, fingerprint
@@ -55,22 +56,13 @@ __all__ = [
 # Reading and indexing files (documents, indexer, watch) loads with the first knowledge base
 # opened, not with the package: a server imports it for its result types (KBHit) at start and
 # opens its knowledge base on the first search. PEP 562: the names keep their place here.
-_LAZY = {
-    "MAX_FILE_BYTES": "documents",
-    "KBDoc": "documents",
-    "KBProblem": "documents",
-    "parse_document": "documents",
-}
+_LAZY = dict.fromkeys(
+    ["MAX_FILE_BYTES", "KBDoc", "KBProblem", "parse_document"], f"{__name__}.documents"
+)
 
 
 def __getattr__(name: str) -> Any:
-    if (module := _LAZY.get(name)) is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return attribute(__name__, _LAZY, globals(), name)
 
 
 DEFAULT_KB_DIR = Path(__file__).resolve().parent.parent.parent / "defaults" / "kb"
