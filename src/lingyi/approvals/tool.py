@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, ConfigDict
 
 from lingyi import messages
+from lingyi._deferred import DeferredModel
 from lingyi.approvals._book import ApprovalError
 from lingyi.approvals._state import Approval
 from lingyi.errors import LingyiError
@@ -25,11 +25,8 @@ if TYPE_CHECKING:
     from lingyi.server.tools import ToolFn, ToolTable
 
 
-class ApprovalAnswer(BaseModel):
+class ApprovalAnswer(DeferredModel):
     """What approve_call did: the approval's new status, or why nothing was decided."""
-
-    # Built on first use (a call that returns it), not at a server's start.
-    model_config = ConfigDict(defer_build=True)
 
     ok: bool
     code: str | None = None

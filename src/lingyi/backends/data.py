@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lingyi._deferred import DeferredModel
 from lingyi._logging import get_logger
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
@@ -104,11 +105,8 @@ def _check_url(url: str | None) -> None:
         raise ValueError(f"url must be an http(s) URL with a host, got {url!r}")
 
 
-class ColumnStats(BaseModel):
+class ColumnStats(DeferredModel):
     """Descriptive statistics of one column; numeric and categorical fields are exclusive."""
-
-    # Built on first use (a call that returns it), not at a server's start.
-    model_config = ConfigDict(defer_build=True)
 
     kind: Literal["numeric", "categorical"]
     count: int
@@ -125,10 +123,8 @@ class ColumnStats(BaseModel):
     top_count: int | None = None
 
 
-class AccessResult(BaseModel):
+class AccessResult(DeferredModel):
     """Whether a source can be read, and its shape when it can."""
-
-    model_config = ConfigDict(defer_build=True)
 
     name: str
     kind: Kind
@@ -151,10 +147,8 @@ class AccessResult(BaseModel):
         return f"{state}: {self.error}" if self.error else state
 
 
-class Analysis(BaseModel):
+class Analysis(DeferredModel):
     """The result of ``DataRegistry.analyze``: per-column and optional per-group stats."""
-
-    model_config = ConfigDict(defer_build=True)
 
     id: str
     source: str

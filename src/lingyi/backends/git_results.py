@@ -7,16 +7,14 @@ git call (:mod:`lingyi.backends.git`, which re-exports these).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from lingyi._deferred import DeferredModel
 from lingyi.models import Evidence
 
 
-class RepoState(BaseModel):
+class RepoState(DeferredModel):
     """What a repository looks like right now (read-only snapshot)."""
-
-    # Built on first use (a call that returns it), not at a server's start.
-    model_config = ConfigDict(defer_build=True)
 
     path: str
     branch: str | None
@@ -28,9 +26,7 @@ class RepoState(BaseModel):
     head_sha: str | None
 
 
-class CommitResult(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class CommitResult(DeferredModel):
     sha: str
     short_sha: str
     branch: str
@@ -42,9 +38,7 @@ class CommitResult(BaseModel):
         return Evidence(id=self.sha, title=title, snippet=f"{self.branch}: {len(self.files)} files")
 
 
-class BranchResult(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class BranchResult(DeferredModel):
     name: str
     sha: str
 
@@ -52,9 +46,7 @@ class BranchResult(BaseModel):
         return Evidence(id=f"branch:{self.name}@{self.sha[:12]}", title=f"branch {self.name}")
 
 
-class PushResult(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class PushResult(DeferredModel):
     remote: str
     branch: str
     sha: str
@@ -70,27 +62,21 @@ class PushResult(BaseModel):
         )
 
 
-class AuditCommit(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class AuditCommit(DeferredModel):
     sha: str
     author: str
     date: str
     subject: str
 
 
-class FileChange(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class FileChange(DeferredModel):
     path: str
     insertions: int
     deletions: int
     binary: bool = False
 
 
-class AuditReport(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class AuditReport(DeferredModel):
     id: str
     version: str
     previous: str | None

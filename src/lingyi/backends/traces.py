@@ -28,8 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
-
+from lingyi._deferred import DeferredModel
 from lingyi.backends._trace_ids import trace_key
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
@@ -58,11 +57,8 @@ def _scope_spans(batch: dict[str, Any]) -> int:
     return sum(len(s.get("spans") or []) for s in scopes if isinstance(s, dict))
 
 
-class TraceHit(BaseModel):
+class TraceHit(DeferredModel):
     """One trace a search found."""
-
-    # Built on first use (a call that returns it), not at a server's start.
-    model_config = ConfigDict(defer_build=True)
 
     trace_id: str
     root_service: str = ""
@@ -76,10 +72,8 @@ class TraceHit(BaseModel):
         return Evidence(id=self.trace_id, title=title, snippet=snippet)
 
 
-class TraceSearch(BaseModel):
+class TraceSearch(DeferredModel):
     """What ``query_traces`` returns: the traces found, ids in their one form."""
-
-    model_config = ConfigDict(defer_build=True)
 
     service: str
     traces: list[TraceHit]

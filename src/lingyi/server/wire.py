@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from lingyi import messages
+from lingyi._deferred import DeferredModel
 from lingyi.backends.kb import KBHit
 from lingyi.models import Decision, Fallback, VerificationResult
 
@@ -82,46 +83,35 @@ class Verdict(BaseModel):
 R = TypeVar("R", bound=BaseModel)
 
 
-class Guarded(BaseModel, Generic[R]):
+class Guarded(DeferredModel, Generic[R]):
     """A guarded tool's result: the verdict, then what the tool really returned.
 
     ``result`` is null when the tool did not run (a rejection, or the backend refused), so
     an error result still conforms to the tool's output schema.
     """
 
-    # Built on first use (a call that returns it), not at a server's start.
-    model_config = ConfigDict(defer_build=True)
-
     verdict: Verdict
     result: R | None = None
 
 
-class SearchHits(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class SearchHits(DeferredModel):
     hits: list[KBHit]
 
 
-class PostedMessage(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class PostedMessage(DeferredModel):
     id: str
     sender: str
     content: str
     ts: str
 
 
-class Source(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class Source(DeferredModel):
     url: str
     title: str
 
 
-class Signal(BaseModel):
+class Signal(DeferredModel):
     """One critic signal: the judge's score, the policy's threshold, whether it passed."""
-
-    model_config = ConfigDict(defer_build=True)
 
     signal: str
     value: float = Field(description="the judge's score, from 0 to 1")
@@ -130,11 +120,9 @@ class Signal(BaseModel):
     passed: bool
 
 
-class AnswerOutputs(BaseModel):
+class AnswerOutputs(DeferredModel):
     """What verify_answer returns beside the verdict (lingyi.answers): the source gate, the
     attempt, and what a failed attempt lacks."""
-
-    model_config = ConfigDict(defer_build=True)
 
     sources: list[Source] = Field(
         description="what may be shown with the answer; empty whenever the gate is closed"
@@ -154,10 +142,8 @@ class AnswerOutputs(BaseModel):
     fallback_answer: str | None = Field(None, description="when degraded: an answer citing nothing")
 
 
-class TaskOutputs(BaseModel):
+class TaskOutputs(DeferredModel):
     """What begin_task and end_task return beside the verdict (lingyi.tasks)."""
-
-    model_config = ConfigDict(defer_build=True)
 
     task: Literal["begin", "end"]
     intent: str

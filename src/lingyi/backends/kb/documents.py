@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from lingyi._deferred import DeferredModel
 from lingyi.paths import PathOutsideRoots, resolve_inside
 
 MAX_FILE_BYTES = 1_000_000  # a knowledge article is short; anything bigger is a mistake
@@ -25,11 +24,8 @@ _ID_RE = re.compile(r"^kb:[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _REQUIRED = ("id", "title", "domain")
 
 
-class KBDoc(BaseModel):
+class KBDoc(DeferredModel):
     """One indexed article; ``path`` is relative to the knowledge-base folder."""
-
-    # Built on first use (a call that returns it), not at a server's start.
-    model_config = ConfigDict(defer_build=True)
 
     id: str
     title: str
@@ -39,10 +35,8 @@ class KBDoc(BaseModel):
     path: str
 
 
-class KBProblem(BaseModel):
+class KBProblem(DeferredModel):
     """A file that could not be indexed; ``line`` 0 means the file as a whole."""
-
-    model_config = ConfigDict(defer_build=True)
 
     file: str
     line: int

@@ -25,8 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict
-
+from lingyi._deferred import DeferredModel
 from lingyi.backends.kb.store import domain_token
 from lingyi.backends.kb.terms import Term, make_snippet
 from lingyi.models import Evidence
@@ -39,11 +38,8 @@ _TEXT = "{title tags body}"  # terms never match the domain column
 _HEAD = "{title tags}"
 
 
-class KBHit(BaseModel):
+class KBHit(DeferredModel):
     """One search result; ``score`` is higher for better matches."""
-
-    # Built on first use (a call that returns it), not at a server's start.
-    model_config = ConfigDict(defer_build=True)
 
     id: str
     title: str
