@@ -138,7 +138,7 @@ class CliSection(_Strict):
 
     warm: bool = Field(
         True,
-        description="lingyi verify may start and use a warm process (POSIX: one per user, forks a child per call, exits after 600 s idle; lingyi daemon --help). false: this config's verify calls start none, and a warm process that serves one exits after it. $LINGYI_DAEMON=0 turns it off for every config.",
+        description="lingyi verify and lingyi serve may start and use a warm process (POSIX: one per user, forks a child per call, exits after 600 s idle; lingyi daemon --help). false: this config's verify and serve calls start none, and a warm process that serves one exits. $LINGYI_DAEMON=0 turns it off for every config.",
     )
 
 

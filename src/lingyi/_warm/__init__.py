@@ -13,6 +13,37 @@ This package imports only the standard library until a child runs the command: t
 must cost no more than the interpreter's own start.
 """
 
-# Set by a verify whose config says ``[cli] warm = false``: the in-process call starts no
-# warm process, and a warm process's child tells its parent to exit after the call.
+from __future__ import annotations
+
+# Set by a verify or serve whose config says ``[cli] warm = false`` (:func:`decline`): the
+# in-process call starts no warm process, and a warm process's child tells its parent to exit.
 declined = False
+
+TYPE_CHECKING = False  # not typing's (see lingyi/__init__.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
+# Run by :func:`exit_now` before the process ends: in a warm process's child, the one that
+# tells the caller the exit code (a fresh process's exit code needs no telling).
+exiting: list[Callable[[int], None]] = []
+# Run by :func:`decline`: in a warm process's child, the one that tells the parent to exit.
+declining: list[Callable[[], None]] = []
+
+
+def decline() -> None:
+    """This call's config says ``[cli] warm = false``: no warm process for it or after it."""
+    global declined
+    declined = True
+    for hook in declining:
+        hook()
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process at once with ``code`` (``os._exit``: no atexit handlers, no threads
+    waited for), the caller told of it first when the call came through a warm process."""
+    import os
+
+    for hook in exiting:
+        hook(code)
+    os._exit(code)

@@ -4,10 +4,12 @@ The child takes the caller's stdin, stdout and stderr (the descriptors passed ov
 socket, put on 0, 1 and 2, so ``sys.stdout`` and friends write to them), its working
 directory, umask and environment (``os.environ`` replaced, then ``time.tzset()``), its ``argv``;
 runs :func:`lingyi.cli.run` as a fresh process would run ``main``; runs the atexit handlers
-registered during the call, waits for the call's own threads, flushes; sends the exit code;
-tells the parent which policy sets it had to load the slow way (and to exit, when the
-call's config says ``[cli] warm = false``); and ends with ``os._exit``
-(the parent's atexit handlers and buffers are not the call's).
+registered during the call, waits for the call's own threads, flushes; sends the exit code
+(also when the command ends with :func:`lingyi._warm.exit_now`); tells the parent, a JSON
+line at a time, what to warm next (the policy sets it had to load the slow way, as it loads
+them; the server's modules, for a ``serve``) and whether to exit (the call's config says
+``[cli] warm = false``); and ends with ``os._exit`` (the parent's atexit handlers and
+buffers are not the call's). A caller that goes away mid-call (killed) ends the call.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import traceback
 from typing import Any, NoReturn
 
 from lingyi import _warm
-from lingyi._warm import policies, wire
+from lingyi._warm import client, policies, wire
 
 
 def run(
@@ -39,25 +41,59 @@ def run(
     warm: policies.Warm,
 ) -> NoReturn:
     """The child's whole life; it never returns."""
-    code = 70
+    code, done = 70, threading.Event()
     try:
         _leave_parent(inherited, selector)
         _become_caller(call, fds)
         wire.send(conn, {"pid": os.getpid()})
-        warm.serve()
-        code = _command(list(call.get("args", [])))
+        _watch_caller(conn, done)
+        args = [str(a) for a in call.get("args", [])]
+        if client.command(args) == "serve":  # the parent warms the server's modules next
+            _tell(report, {"stacks": ["serve"]})
+        warm.serve(then=lambda key: _tell(report, {"misses": [key]}))
+        _warm.exiting.append(lambda given: _end(conn, report, done, given))
+        _warm.declining.append(lambda: _tell(report, {"stop": True}))  # now: a serve is long
+        code = _command(args)
     except BaseException:  # the child must answer whatever happened, never unwind into the parent
         with contextlib.suppress(BaseException):
             traceback.print_exc()
             sys.stderr.flush()
     finally:
-        with contextlib.suppress(BaseException):
-            wire.send(conn, {"exit": code})
-            conn.close()
-        with contextlib.suppress(BaseException):
-            told = {"misses": policies.misses, "stop": _warm.declined}
-            os.write(report, json.dumps(told).encode())
+        _end(conn, report, done, code)
         os._exit(0)
+
+
+def _end(conn: socket.socket, report: int, done: threading.Event, code: int) -> None:
+    """Once: the exit code to the caller; to the parent, what was loaded the slow way and
+    whether to stop (the call's config says ``[cli] warm = false``)."""
+    if done.is_set():
+        return
+    done.set()  # first: the caller closes its end once it has the code (see _watch_caller)
+    with contextlib.suppress(BaseException):
+        wire.send(conn, {"exit": code})
+        conn.close()
+    with contextlib.suppress(BaseException):
+        _tell(report, {"misses": policies.misses, "stop": _warm.declined})
+
+
+def _tell(report: int, message: dict[str, Any]) -> None:
+    """One JSON line to the parent (it acts on each line as it arrives)."""
+    with contextlib.suppress(OSError):
+        os.write(report, json.dumps(message).encode() + b"\n")
+
+
+def _watch_caller(conn: socket.socket, done: threading.Event) -> None:
+    """The caller gone before the call ended (killed, so its socket closed): the call ends
+    too, by SIGTERM (a server drains its running calls first), as it would have in the
+    caller's own process. Nothing else reaches it: it runs in the warm process's session."""
+
+    def wait() -> None:
+        with contextlib.suppress(OSError):
+            conn.recv(1)  # the caller sends nothing more: this returns when it goes
+        if not done.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=wait, name="lingyi-warm-caller", daemon=True).start()
 
 
 def _leave_parent(inherited: list[int], selector: selectors.BaseSelector) -> None:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 # Signals a fresh process would get from a terminal or a ``kill`` (Ctrl-C is KeyboardInterrupt).
 FORWARDED = ("SIGTERM", "SIGHUP", "SIGQUIT")
+# The commands a warm process runs: a verify (one call, ~0.5 s of start-up saved) and a
+# serve (an MCP client starts one per session and waits for its ``initialize``).
+COMMANDS = ("verify", "serve")
 EXIT_LOST = 70  # EX_SOFTWARE: the warm process ended the call without an exit code
 # The global options of the top group, with a value and without (lingyi.cli._app._GLOBALS).
 WITH_VALUE = ("--config", "--log", "--color")
@@ -49,11 +52,12 @@ def command(args: list[str]) -> str | None:
 
 
 def wanted(args: list[str]) -> bool:
-    """Hand this call to a warm process: a ``verify``, where a warm process may be used, with
-    this process's own stdio (a redirected ``sys.stdout`` would not see the child's output)."""
+    """Hand this call to a warm process: a command of :data:`COMMANDS`, where a warm process
+    may be used, with this process's own stdio (a redirected ``sys.stdout`` would not see the
+    child's output)."""
     own = sys.stdin is sys.__stdin__ and sys.stdout is sys.__stdout__
     own = own and sys.stderr is sys.__stderr__
-    return own and command(args) == "verify" and place.enabled() and _cwd() is not None
+    return own and command(args) in COMMANDS and place.enabled() and _cwd() is not None
 
 
 def _cwd() -> str | None:
@@ -80,11 +84,27 @@ def run(args: list[str], in_process: Run) -> int:
     from lingyi import _warm
     from lingyi._warm import policies
 
+    if command(args) == "serve":  # it may run for hours: warm the next one while it starts
+        policies.record(then=lambda key: _spawn_once(path, key))
+        return in_process(args)
     policies.record()  # the folders this call loads: the warm process loads them first
     code = in_process(args)
     if not _warm.declined:  # [cli] warm = false in the config this call used
         spawn(path, policies.misses)
     return code
+
+
+def _spawn_once(path: str, key: tuple[str, bool, bool]) -> None:
+    """The first policy set an in-process ``serve`` loads: start the warm process with it
+    and the server stack (its config has been read by then: ``declined`` is known)."""
+    from lingyi import _warm
+
+    if not _warm.declined and not _spawned:
+        _spawned.append(path)
+        spawn(path, [key], stacks=["serve"])
+
+
+_spawned: list[str] = []  # the socket an in-process serve started a warm process for
 
 
 def connect(path: str) -> _socket.socket | None:
@@ -109,31 +129,54 @@ def through(sock: _socket.socket, args: list[str]) -> int | None:
     call: dict[str, object] = {"argv": list(sys.argv), "args": args, "cwd": _cwd()}
     call["env"] = dict(os.environ)
     call["umask"] = mask  # the modes of the files the call creates (a log, a cache)
-    child = 0
     live: list[int] = []  # the child while it runs: where a forwarded signal goes
     caught: list[int] = []  # the signals forwarded
     try:
         wire.send(sock, {**call, "fds": fds}, fds)
-        while True:
-            reply, _ = wire.receive(sock)
-            if reply is None:
-                break
-            if "exit" in reply:
-                live.clear()  # ended: its pid may be reused, nothing more goes to it
-                return int(reply["exit"])
-            if reply.get("not_run") and not child:
-                return None
-            if "pid" in reply and not child:
-                child = int(reply["pid"])
-                live.append(child)
-                _forward(live, caught)
+        return _replies(sock, live, caught)
     except KeyboardInterrupt:
-        if child:
-            _interrupt(child)
+        return _interrupted(sock, live, caught)
+    except (OSError, ValueError):
+        return _lost(live, caught)
+
+
+def _replies(sock: _socket.socket, live: list[int], caught: list[int]) -> int | None:
+    """The child's pid (then signals go to it), then its exit code."""
+    while True:
+        reply, _ = wire.receive(sock)
+        if reply is None:
+            return _lost(live, caught)
+        if "exit" in reply:
+            live.clear()  # ended: its pid may be reused, nothing more goes to it
+            return int(reply["exit"])
+        if reply.get("not_run") and not live:
+            return None
+        if "pid" in reply and not live:
+            live.append(int(reply["pid"]))
+            _forward(live, caught)
+
+
+def _interrupted(sock: _socket.socket, live: list[int], caught: list[int]) -> int:
+    """Ctrl-C: the child gets SIGINT, and this process waits for it to end as a fresh one
+    would (a server finishes its running calls first); a second Ctrl-C stops waiting."""
+    if not live:
+        sys.stderr.write("\nlingyi: interrupted\n")
+        return 130
+    _interrupt(live[0])
+    try:
+        code = _replies(sock, live, caught)
+    except KeyboardInterrupt:
+        if live:
+            _interrupt(live[0])
         sys.stderr.write("\nlingyi: interrupted\n")
         return 130
     except (OSError, ValueError):
-        pass
+        return _lost(live, caught)
+    return 130 if code is None else code
+
+
+def _lost(live: list[int], caught: list[int]) -> int:
+    """The connection ended without an exit code: of a signal we forwarded, or lost."""
     live.clear()
     if caught:  # the child ended of a signal sent to us: so do we
         return _die_of(caught[0])
@@ -194,9 +237,10 @@ def _refused(exc: place.Refused) -> None:
     _logging.get_logger().warning("warm process not used: unsafe socket folder", reason=str(exc))
 
 
-def spawn(path: str, warm: list[tuple[str, bool, bool]]) -> None:
+def spawn(path: str, warm: list[tuple[str, bool, bool]], stacks: list[str] | None = None) -> None:
     """Start the warm process for ``path``, detached (its own session, stdio on the null
-    device), with what to load first; a failure to start only costs speed."""
+    device), with the policy sets and the stacks (``"serve"``: the MCP server's modules) to
+    load first; a failure to start only costs speed."""
     import json
     import subprocess
 
@@ -204,9 +248,9 @@ def spawn(path: str, warm: list[tuple[str, bool, bool]]) -> None:
                              ("-s", sys.flags.no_user_site),
                              ("-P", getattr(sys.flags, "safe_path", False))) if on]  # fmt: skip
     argv = [sys.executable, *flags, "-m", "lingyi._warm.server", path]
-    argv += [json.dumps(place.import_path()), json.dumps(warm)]
-    try:  # noqa: SIM105  (contextlib would import collections and functools)
-        subprocess.Popen(
+    argv += [json.dumps(place.import_path()), json.dumps(warm), json.dumps(stacks or [])]
+    try:
+        started = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -215,4 +259,8 @@ def spawn(path: str, warm: list[tuple[str, bool, bool]]) -> None:
             close_fds=True,
         )
     except OSError:
-        pass
+        return
+    if stacks:  # from a serve, which outlives it: reap it when it exits (no zombie is left)
+        import threading
+
+        threading.Thread(target=started.wait, name="lingyi-warm-reaper", daemon=True).start()

@@ -40,6 +40,7 @@ SAMPLES = (
 )
 
 _hook: Callable[[Path, bool, bool], PolicySet | None] | None = None
+_then: Callable[[Key], None] | None = None  # told of each new miss as it happens
 misses: list[Key] = []  # loaded the slow way in this process: worth warming
 
 
@@ -48,10 +49,12 @@ def lookup(folder: Path, require_shared: bool, cache: bool) -> PolicySet | None:
     return None if _hook is None else _hook(folder, require_shared, cache)
 
 
-def record() -> None:
-    """Remember every load of this process in :data:`misses` (the first, in-process call)."""
-    global _hook
-    _hook = _miss
+def record(then: Callable[[Key], None] | None = None) -> None:
+    """Remember every load of this process in :data:`misses` (the first, in-process call);
+    ``then`` is told of each as it happens (a ``serve`` runs for hours: it cannot wait for
+    the end of the call to say what it loaded)."""
+    global _hook, _then
+    _hook, _then = _miss, then
 
 
 def _miss(folder: Path, require_shared: bool, cache: bool) -> None:
@@ -59,6 +62,8 @@ def _miss(folder: Path, require_shared: bool, cache: bool) -> None:
         key = (str(folder), require_shared, cache)
         if key not in misses:
             misses.append(key)
+            if _then is not None:
+                _then(key)
 
 
 def fingerprint(folder: Path) -> Fingerprint:
@@ -110,11 +115,12 @@ class Warm:
         while len(self.sets) > LIMIT:
             del self.sets[next(iter(self.sets))]
 
-    def serve(self) -> None:
-        """In a child: hand out the warm sets that still match, record the others."""
-        global _hook
+    def serve(self, then: Callable[[Key], None] | None = None) -> None:
+        """In a child: hand out the warm sets that still match, record the others (and
+        tell ``then`` of each)."""
+        global _hook, _then
         misses.clear()
-        _hook = self._lookup
+        _hook, _then = self._lookup, then
 
     def _lookup(self, folder: Path, require_shared: bool, cache: bool) -> PolicySet | None:
         key = (str(folder), require_shared, cache)

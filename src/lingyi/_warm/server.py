@@ -10,7 +10,8 @@ its socket and exits; ``lingyi daemon stop`` asks it to do so now.
 Nothing that holds an OS resource is built before a fork: no log file, database or thread.
 The parent logs through :mod:`lingyi._logging` only; its stdio is the null device.
 
-    python -m lingyi._warm.server SOCKET SYS_PATH_JSON WARM_JSON   (started by the client)
+    python -m lingyi._warm.server SOCKET SYS_PATH_JSON WARM_JSON [STACKS_JSON]
+                                                        (started by the client)
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ from lingyi._warm import child, place, policies, wire
 PRELOAD = ("lingyi.cli._app", "lingyi.cli.verify", "lingyi.cli.replay", "lingyi.replay",
            "lingyi.log.setup", "lingyi.guard", "lingyi.checks", "lingyi.answers",
            "lingyi.conclusions", "structlog", "filelock", "jsonschema")  # fmt: skip
+# What a serve imports beyond a verify, loaded when a serve is first seen (the first one was
+# in-process, or a child ran one): the MCP SDK, the server, both transports and the tools'
+# backends. A user who only verifies never pays for them.
+STACKS = {"serve": ("lingyi.cli.serve", "lingyi.server", "lingyi.server.executors",
+                    "mcp.server.stdio", "mcp.server.streamable_http_manager",
+                    "anyio._backends._asyncio", "anyio.streams.stapled", "uvicorn")}  # fmt: skip
 
 
 class Server:
@@ -46,24 +53,41 @@ class Server:
         self.selector.register(listener, selectors.EVENT_READ, None)
         self.reports: dict[int, bytearray] = {}  # a child's report pipe → what it wrote
         self.warm = policies.Warm()
+        self.stacks: list[str] = []  # of STACKS: loaded, and wanted next
+        self.stacks_wanted: list[str] = []
         self.started, self.calls, self.stopping = time.time(), 0, False
         self.last = time.monotonic()
 
     def serve(self) -> None:
         """Accept calls until idle for ``idle_s`` or asked to stop."""
         while not self.stopping:
-            wait = 0.0 if self.warm.wanted else self.last + self.idle_s - time.monotonic()
+            wanted = self.warm.wanted or self.stacks_wanted
+            wait = 0.0 if wanted else self.last + self.idle_s - time.monotonic()
             events = self.selector.select(max(wait, 0.0))
             for key, _ in events:
                 if key.fileobj is self.listener:
                     self.accept()
                 else:
                     self.report(int(key.fd))
-            if not events and self.warm.wanted:
-                self.warm.load_next()  # idle: load what the last child loaded the slow way
+            if not events and wanted:
+                self.warm_next()  # idle: load what the last child loaded the slow way
                 self.last = time.monotonic()  # idle counts from the end of its own work
             elif not events and time.monotonic() - self.last >= self.idle_s:
                 break
+
+    def warm_next(self) -> None:
+        """Load one wanted thing: a stack of modules first (a server waits on them), then a
+        policy set."""
+        if self.stacks_wanted:
+            stack = self.stacks_wanted.pop(0)
+            preload(STACKS[stack])
+            self.stacks.append(stack)
+        else:
+            self.warm.load_next()
+
+    def want_stack(self, name: str) -> None:
+        if name in STACKS and name not in self.stacks and name not in self.stacks_wanted:
+            self.stacks_wanted.append(name)
 
     def accept(self) -> None:
         try:
@@ -115,27 +139,39 @@ class Server:
         warm = [{"folder": k[0], "require_shared": k[1], "cache": k[2]} for k in self.warm.sets]
         return {"pid": os.getpid(), "socket": self.path, "started": self.started,
                 "idle_timeout_s": self.idle_s, "idle_s": round(time.monotonic() - self.last, 1),
-                "calls": self.calls, "python": sys.executable, "warm_policies": warm}  # fmt: skip
+                "calls": self.calls, "python": sys.executable, "warm_policies": warm,
+                "warm_stacks": ["verify", *self.stacks]}  # fmt: skip
 
     def report(self, fd: int) -> None:
-        """What a child loaded the slow way, and whether to stop (JSON), read until it
-        closes the pipe."""
+        """A child's JSON lines, acted on as each arrives (a serve's come hours before it
+        ends): what it loaded the slow way, the stacks it used, whether to stop."""
         try:
             data = os.read(fd, 65536)
         except OSError:
             data = b""
         if data:
             self.reports[fd] += data
-            return
-        self.selector.unregister(fd)
-        os.close(fd)
+            *lines, rest = bytes(self.reports[fd]).split(b"\n")
+            self.reports[fd] = bytearray(rest)
+        else:  # the child is done: what is left is its last line
+            lines = [bytes(self.reports.pop(fd))]
+            self.selector.unregister(fd)
+            os.close(fd)
+        for line in lines:
+            self.told(line)
+
+    def told(self, line: bytes) -> None:
+        """One report line; a malformed one is ignored (a child only costs its own warmth)."""
         try:
-            told = json.loads(bytes(self.reports.pop(fd)) or b"{}")
+            told = json.loads(line) if line.strip() else {}
             keys = [(str(f), bool(r), bool(c)) for f, r, c in told.get("misses", [])]
+            stacks = [str(name) for name in told.get("stacks", [])]
         except (ValueError, TypeError, AttributeError):
             return
         for key in keys:
             self.warm.want(key)
+        for name in stacks:
+            self.want_stack(name)
         if told.get("stop"):  # the call's config says [cli] warm = false
             self.stopping = True
 
@@ -200,13 +236,18 @@ def idle_seconds() -> float:
         return place.IDLE_DEFAULT_S
 
 
-def preload() -> None:
-    """Import what a verify needs, so that children start with it."""
+def preload(modules: tuple[str, ...] = PRELOAD) -> None:
+    """Import what a verify (or a stack of :data:`STACKS`) needs, so that children start
+    with it."""
     import importlib
 
-    for name in PRELOAD:
+    for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    if modules is STACKS["serve"]:
+        _uvicorn_protocols()
+    if modules is not PRELOAD:
+        return
     from lingyi.redact import redact_value
 
     # The packaged secret catalogue (a package file: its mtime is in the socket's key) is
@@ -214,9 +255,23 @@ def preload() -> None:
     redact_value({"content": "token=ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"})
 
 
+def _uvicorn_protocols() -> None:
+    """uvicorn imports its HTTP protocol, event loop and lifespan classes by name when it
+    starts: its ``Config.load`` does that (and binds nothing, starts nothing)."""
+    with contextlib.suppress(Exception):
+        import uvicorn
+
+        uvicorn.Config(_no_app, log_config=None).load()
+
+
+async def _no_app(scope: Any, receive: Any, send: Any) -> None:
+    """An ASGI app for :func:`_uvicorn_protocols` to load against; never served."""
+
+
 def main(argv: list[str]) -> int:
     """Start: the same kind of process as the caller (or exit), one per socket, then serve."""
     path, sys.path[:], warm = argv[0], json.loads(argv[1]), json.loads(argv[2])
+    stacks = json.loads(argv[3]) if len(argv) > 3 else []
     try:
         if place.socket_path() != path:  # not what the caller would run fresh: do not serve
             return 1
@@ -232,6 +287,8 @@ def main(argv: list[str]) -> int:
     server = Server(path, bind(path), held, idle_seconds())
     try:
         preload()
+        for name in stacks:
+            server.want_stack(str(name))
         for folder, require_shared, cache in warm:
             server.warm.want((str(folder), bool(require_shared), bool(cache)))
         server.serve()

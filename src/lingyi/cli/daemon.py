@@ -1,4 +1,4 @@
-"""``lingyi daemon status|stop``: the warm processes of ``lingyi verify`` (lingyi._warm)."""
+"""``lingyi daemon status|stop``: the warm processes of ``lingyi verify`` and ``serve`` (lingyi._warm)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,17 @@ from lingyi._warm import place, wire
 from lingyi.cli._app import EXIT_OK, App, Group, cli, entry, json_option
 from lingyi.errors import LingyiError
 
-HELP = f"""The warm processes that make `lingyi verify` fast.
+HELP = f"""The warm processes that make `lingyi verify` and `lingyi serve` fast.
 
 \b
 What runs in the background: the first `lingyi verify` (POSIX only) runs as usual, then
 starts one warm process for the user: a Python process that has imported lingyi and loaded
-the policies, and forks a child for each later verify. The child takes over the caller's
-stdin, stdout, stderr, working directory, environment and arguments, so output, exit codes
-and log records are those of a fresh process; policies are reloaded when any policy file
-changes. It listens on a Unix socket in $XDG_RUNTIME_DIR/lingyi-<uid> (or the temp dir;
+the policies, and forks a child for each later verify. `lingyi serve` goes the same way
+(the first starts the warm process as it loads its policies; the warm process then imports
+the MCP server stack too), so an MCP client gets `initialize` answered sooner. The child
+takes over the caller's stdin, stdout, stderr, working directory, environment and
+arguments, so output, exit codes and log records are those of a fresh process; policies are
+reloaded when any policy file changes. It listens on a Unix socket in $XDG_RUNTIME_DIR/lingyi-<uid> (or the temp dir;
 ${place.FOLDER} chooses another), a folder only the user may enter.
 
 \b
@@ -29,12 +31,14 @@ the seconds), or until lingyi's files, the interpreter or its start-up environme
 (then a new one starts for the new kind of process and the old one idles out).
 
 \b
-How to stop it: `lingyi daemon stop`; `{place.SWITCH}=0` runs every verify in-process and
-starts none; `[cli] warm = false` in a config: its verify calls start none, and a warm
-process that serves one exits after it."""
+How to stop it: `lingyi daemon stop` (servers it started keep running until their clients
+leave); `{place.SWITCH}=0` runs every verify and serve in-process and starts none; `[cli] warm = false` in a config: its verify and serve calls start none, and
+a warm process that serves one exits."""
 
 
-@cli.group("daemon", cls=Group, short_help="The warm processes of lingyi verify.", help=HELP)
+@cli.group(
+    "daemon", cls=Group, short_help="The warm processes of lingyi verify and serve.", help=HELP
+)
 def daemon_group() -> None:
     pass
 
@@ -88,7 +92,7 @@ def _line(s: dict[str, Any]) -> str:
     return (
         f"{mark}pid {s['pid']}  since {since}  {s['calls']} call(s)  idle {s['idle_s']} s "
         f"(exits after {s['idle_timeout_s']:.0f} s)\n    socket {s['socket']}\n    "
-        f"policies warm: {warm}"
+        f"policies warm: {warm}\n    stacks warm: {', '.join(s.get('warm_stacks', []))}"
     )
 
 

@@ -81,7 +81,7 @@ def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
     """
     config = app.config()
     if not config.raw.cli.warm:  # this deployment wants no warm process (lingyi._warm)
-        _warm.declined = True
+        _warm.decline()
     kb = functools.cache(lambda: open_kb(config, guard.layer.policies))
     guard = Guard.from_config(
         config,
