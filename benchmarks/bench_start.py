@@ -13,7 +13,10 @@ Interleaved in one run, ``--runs`` times each, so load on the machine touches al
   client over stdio), against the same for ``benchmarks/bare_server.py`` (the same SDK and
   knowledge base, no guard); then the first ``tools/list`` right after, timed on its own
   (every client sends it next; a start made cheaper by moving work into it is no gain). The
-  CPU time of a server is its whole process: start, that listing, and its exit.
+  CPU time of a server is its whole process: start, that listing, and its exit. ``lingyi
+  serve`` twice: in-process (``LINGYI_DAEMON=0``) and **warm** (through the warm process,
+  which has the server's stack loaded: its CPU is the client's only, the child's is not ours
+  to count).
 
 Medians and p90 of wall time in ms, the median and the least CPU time of the processes
 measured (steadier on a shared machine: the least is what the work costs when nothing else
@@ -93,12 +96,13 @@ def ask(folder: Path, op: str) -> dict[str, object] | None:
     return None
 
 
-def settled(folder: Path, *, stop: bool) -> None:
-    """Wait until the warm process in ``folder`` has its policies warm (it then idles), and
-    stop it if asked; a readiness wait, outside every timed part."""
+def settled(folder: Path, *, stop: bool, stack: str = "verify") -> None:
+    """Wait until the warm process in ``folder`` has its policies (and ``stack``) warm (it
+    then idles), and stop it if asked; a readiness wait, outside every timed part."""
     for _ in range(1200):
         answer = ask(folder, "status")
-        if answer is not None and answer.get("warm_policies"):
+        stacks = answer.get("warm_stacks", []) if answer is not None else []
+        if answer is not None and answer.get("warm_policies") and stack in str(stacks):
             break
         time.sleep(0.05)
     else:
@@ -122,11 +126,13 @@ def first_call_ms(argv: list[str], root: Path) -> float:
 LISTINGS: dict[str, list[float]] = {}
 
 
-async def first_answer_ms(argv: list[str], src: Path | None, listing: list[float]) -> float:
+async def first_answer_ms(
+    argv: list[str], src: Path | None, listing: list[float], warm: Path | None = None
+) -> float:
     """Spawn the server and complete the MCP handshake (initialize answered); then time the
-    first tools/list into ``listing``."""
+    first tools/list into ``listing``. With ``warm``, the warm process in that folder on."""
     params = stdio(argv)
-    params.env = env_for(src)
+    params.env = env_for(src, warm)
     started = time.perf_counter()
     async with Client(params) as client:
         elapsed = (time.perf_counter() - started) * 1000
@@ -136,9 +142,11 @@ async def first_answer_ms(argv: list[str], src: Path | None, listing: list[float
     return elapsed
 
 
-def serve(name: str, argv: list[str], src: Path | None = None) -> Callable[[], float]:
+def serve(
+    name: str, argv: list[str], src: Path | None = None, warm: Path | None = None
+) -> Callable[[], float]:
     listing = LISTINGS.setdefault(name, [])
-    run: Callable[[], Awaitable[float]] = lambda: first_answer_ms(argv, src, listing)  # noqa: E731
+    run: Callable[[], Awaitable[float]] = lambda: first_answer_ms(argv, src, listing, warm)  # noqa: E731
     return lambda: anyio.run(run)
 
 
@@ -156,6 +164,7 @@ def measures(
     }
     if with_serve:
         steps["serve initialize"] = serve("serve", dep.guarded())
+        steps["serve warm"] = serve("serve warm", dep.guarded(), warm=warm)
         steps["bare initialize"] = serve("bare", dep.bare())
     if baseline is not None:  # the same commands of an older checkout, interleaved
         steps["baseline verify"] = lambda: wall_ms([*lingyi, *VERIFY], baseline)
@@ -163,6 +172,9 @@ def measures(
             steps["baseline serve"] = serve("baseline serve", dep.guarded(), baseline)
     wall_ms([*lingyi, *VERIFY], warm=warm)  # start the warm process of "verify warm"
     settled(warm, stop=False)
+    if with_serve:  # a serve through it makes it load the server's stack ("serve warm")
+        steps["serve warm"]()
+        settled(warm, stop=False, stack="serve")
     return steps
 
 
@@ -263,8 +275,10 @@ def report(
         f"{med['verify first call'] / fresh:.2f}x"
     )
     if "serve initialize" in med:
+        bare = med["bare initialize"]
         rows.append(
-            f"serve / bare initialize: {med['serve initialize'] / med['bare initialize']:.2f}x"
+            f"serve / bare initialize: {med['serve initialize'] / bare:.2f}x (in-process); "
+            f"{med['serve warm'] / bare:.3f}x (warm)"
         )
     if "baseline verify" in med:
         rows.append(
