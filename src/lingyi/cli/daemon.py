@@ -21,9 +21,10 @@ the policies, and forks a child for each later verify. `lingyi serve` goes the s
 (the first starts the warm process as it loads its policies; the warm process then imports
 the MCP server stack too), so an MCP client gets `initialize` answered sooner. The child
 takes over the caller's stdin, stdout, stderr, working directory, environment and
-arguments, so output, exit codes and log records are those of a fresh process; policies are
-reloaded when any policy file changes. It listens on a Unix socket in $XDG_RUNTIME_DIR/lingyi-<uid> (or the temp dir;
-${place.FOLDER} chooses another), a folder only the user may enter.
+arguments, so output, exit codes and log records are those of a fresh process; policies
+are reloaded when any policy file changes. It listens on a Unix socket in
+$XDG_RUNTIME_DIR/lingyi-<uid> (or the temp dir; ${place.FOLDER} chooses another), a folder
+only the user may enter.
 
 \b
 For how long: until {place.IDLE_DEFAULT_S:.0f} s pass without a call (${place.IDLE} sets
@@ -32,8 +33,9 @@ the seconds), or until lingyi's files, the interpreter or its start-up environme
 
 \b
 How to stop it: `lingyi daemon stop` (servers it started keep running until their clients
-leave); `{place.SWITCH}=0` runs every verify and serve in-process and starts none; `[cli] warm = false` in a config: its verify and serve calls start none, and
-a warm process that serves one exits."""
+leave); `{place.SWITCH}=0` runs every verify and serve in-process and starts none;
+`[cli] warm = false` in a config: its verify and serve calls start none, and a warm
+process that serves one exits."""
 
 
 @cli.group(
