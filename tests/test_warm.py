@@ -623,3 +623,28 @@ def test_a_warm_child_imports_nothing_the_warm_process_has_not(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "", f"imported per call: {done.stderr}"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_the_warm_process_keeps_none_of_its_first_callers_secrets(world: World) -> None:
+    """The first call's environment holds tokens and keys: the warm process it starts keeps
+    none of them (only what finds its socket, caches and interpreter), and a call through it
+    still runs with its own caller's environment (its log is where that caller says)."""
+    other = _fresh_world(world, "secrets")
+    other.warm_dir.mkdir(mode=0o700)
+    secrets = {"ANTHROPIC_API_KEY": "sk-ant-test-0123456789", "LINGYI_TOKEN_DESKTOP": "tok-1",
+               "GITHUB_TOKEN": "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}  # fmt: skip
+    try:
+        pid = other.up(**secrets)["pid"]
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        names = {item.split(b"=", 1)[0].decode() for item in raw if item}
+        log = world.root / "secrets.jsonl"
+        done = other.verify(
+            "en", "--member", "lingzhi", "--content", "Zhuangzi", LINGYI_LOG=str(log)
+        )
+        assert other.calls() == 1
+    finally:
+        other.stop()
+    assert names.isdisjoint(secrets)
+    assert {"PATH", "LINGYI_WARM_DIR", "LINGYI_DAEMON_IDLE"} <= names
+    assert done.returncode == 0 and log.exists()

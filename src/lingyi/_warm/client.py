@@ -26,6 +26,11 @@ FORWARDED = ("SIGTERM", "SIGHUP", "SIGQUIT")
 # The commands a warm process runs: a verify (one call, ~0.5 s of start-up saved) and a
 # serve (an MCP client starts one per session and waits for its ``initialize``).
 COMMANDS = ("verify", "serve")
+# What the warm process keeps of the environment it was started from (see parent_env): the
+# start-up variables that are part of the socket's name, and where its folders are.
+PARENT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TEMP", "TMP", "TZ",
+              place.FOLDER, place.IDLE, place.SWITCH)  # fmt: skip
+PARENT_PREFIX = (*place.START_ENV, "XDG_")
 EXIT_LOST = 70  # EX_SOFTWARE: the warm process ended the call without an exit code
 # The global options of the top group, with a value and without (lingyi.cli._app._GLOBALS).
 WITH_VALUE = ("--config", "--log", "--color")
@@ -92,6 +97,14 @@ def run(args: list[str], in_process: Run) -> int:
     if not _warm.declined:  # [cli] warm = false in the config this call used
         spawn(path, policies.misses)
     return code
+
+
+def parent_env() -> dict[str, str]:
+    """The warm process's own environment: what it needs to find its socket, its caches and
+    its interpreter, nothing more. Each child takes its caller's whole environment, so the
+    secrets of the first caller (``LINGYI_LOG_KEY``, tokens, API keys) need not live on in
+    a process that outlasts it."""
+    return {k: v for k, v in os.environ.items() if k in PARENT_ENV or k.startswith(PARENT_PREFIX)}
 
 
 def _spawn_once(path: str, key: tuple[str, bool, bool]) -> None:
@@ -252,6 +265,7 @@ def spawn(path: str, warm: list[tuple[str, bool, bool]], stacks: list[str] | Non
     try:
         started = subprocess.Popen(
             argv,
+            env=parent_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
