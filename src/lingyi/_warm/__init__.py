@@ -1,4 +1,4 @@
-"""The warm fork server of ``lingyi verify`` (POSIX only; issue 10).
+"""The warm fork server of ``lingyi verify`` and ``lingyi serve`` (POSIX only; issue 10).
 
 A fresh ``lingyi verify`` spends most of its half second importing pydantic, the models and
 the checks and loading the policies, before it does the few milliseconds of work. A process
@@ -7,7 +7,9 @@ forks a child per call; the child takes over the caller's stdin, stdout and stde
 over a Unix socket), its working directory, environment and arguments, runs the ordinary
 command line, and sends back the exit code (:mod:`.client`). Output, exit codes and log
 records are those of a fresh process; policy sets are reused only while every file they were
-read from is unchanged (:mod:`.policies`).
+read from is unchanged (:mod:`.policies`). A ``serve`` is the same: an MCP client that starts
+``lingyi serve`` gets a forked child that runs the ordinary server on the client's stdio;
+the warm process imports the MCP server stack only once it has seen a serve.
 
 This package imports only the standard library until a child runs the command: the client
 must cost no more than the interpreter's own start.
