@@ -310,3 +310,25 @@ def test_a_warm_http_server_answers_as_a_fresh_one_and_stops_on_sigterm(world: W
     assert codes[1] == codes[0] == -signal.SIGTERM
     assert seen[1] == seen[0]
     assert [d for d, _ in seen[0]] == [decision for _, _, decision in SESSION]
+
+
+def test_status_lists_the_servers_a_warm_process_runs(world: World) -> None:
+    """``lingyi daemon status`` names the servers running from the warm process (command
+    and pid; ``daemon stop`` leaves them running), and no longer once their client leaves."""
+    session(_params(world, world.configs["zh"], warm=True))  # a warm process, if none yet
+    pid = _serving(world)["pid"]
+    before = _children(pid)
+    server = _raw_server(world, warm=True)
+    try:
+        child = _new_child(pid, before)
+        listed = [(c["command"], c["pid"]) for c in _serving(world)["children"]]
+        shown = world.lingyi("daemon", "status").stdout
+    finally:
+        server.communicate(timeout=TIMEOUT_S)
+    assert ("serve", child) in listed
+    assert f"serve pid {child} since" in shown
+    for _ in range(200):  # a readiness wait: the parent reads the child's pipe close
+        if all(c["pid"] != child for c in _serving(world)["children"]):
+            break
+        time.sleep(0.05)
+    assert all(c["pid"] != child for c in _serving(world)["children"])

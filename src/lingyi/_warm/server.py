@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-from lingyi._warm import child, place, policies, wire
+from lingyi._warm import child, client, place, policies, wire
 
 # What a verify imports, loaded before the first fork so no child pays for it: the command
 # line, the verify command, its JSON output and --context paths, the log writer, and the
@@ -52,6 +52,7 @@ class Server:
         self.selector = selectors.DefaultSelector()
         self.selector.register(listener, selectors.EVENT_READ, None)
         self.reports: dict[int, bytearray] = {}  # a child's report pipe → what it wrote
+        self.running: dict[int, dict[str, Any]] = {}  # a child's report pipe → what it runs
         self.warm = policies.Warm()
         self.stacks: list[str] = []  # of STACKS: loaded, and wanted next
         self.stacks_wanted: list[str] = []
@@ -127,6 +128,8 @@ class Server:
         wire.close(fds)  # the caller's pipes must see EOF when the child is done
         self.calls += 1
         self.reports[read] = bytearray()
+        command = client.command([str(a) for a in call.get("args", [])]) or ""
+        self.running[read] = {"pid": pid, "command": command, "since": time.time()}
         self.selector.register(read, selectors.EVENT_READ, None)
 
     def control(self, conn: socket.socket, op: str) -> None:
@@ -140,7 +143,8 @@ class Server:
         return {"pid": os.getpid(), "socket": self.path, "started": self.started,
                 "idle_timeout_s": self.idle_s, "idle_s": round(time.monotonic() - self.last, 1),
                 "calls": self.calls, "python": sys.executable, "warm_policies": warm,
-                "warm_stacks": ["verify", *self.stacks]}  # fmt: skip
+                "warm_stacks": ["verify", *self.stacks],
+                "children": list(self.running.values())}  # fmt: skip
 
     def report(self, fd: int) -> None:
         """A child's JSON lines, acted on as each arrives (a serve's come hours before it
@@ -155,6 +159,7 @@ class Server:
             self.reports[fd] = bytearray(rest)
         else:  # the child is done: what is left is its last line
             lines = [bytes(self.reports.pop(fd))]
+            self.running.pop(fd, None)
             self.selector.unregister(fd)
             os.close(fd)
         for line in lines:

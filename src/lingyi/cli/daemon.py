@@ -49,8 +49,9 @@ def daemon_group() -> None:
 @json_option
 @entry
 def status(app: App, as_json: bool) -> int:
-    """List this user's warm processes: pid, calls served, idle time, warm policies; the one
-    a verify from here would use is marked."""
+    """List this user's warm processes: pid, calls served, idle time, warm policies and
+    stacks, and the calls and servers running from it; the one a verify from here would use
+    is marked."""
     found = [_ask(path, "status") for path in _sockets()]
     mine = _mine()
     running = [{**s, "current": s["socket"] == mine} for s in found if s is not None]
@@ -69,7 +70,8 @@ def status(app: App, as_json: bool) -> int:
 @json_option
 @entry
 def stop(app: App, as_json: bool) -> int:
-    """Stop every warm process of this user (calls already handed over are finished)."""
+    """Stop every warm process of this user (calls already handed over, and the servers it
+    started, run on until they end)."""
     stopped = [s for path in _sockets() if (s := _ask(path, "stop")) is not None]
     if as_json:
         app.json({"stopped": [{"pid": s["pid"], "socket": s["socket"]} for s in stopped]})
@@ -95,7 +97,18 @@ def _line(s: dict[str, Any]) -> str:
         f"{mark}pid {s['pid']}  since {since}  {s['calls']} call(s)  idle {s['idle_s']} s "
         f"(exits after {s['idle_timeout_s']:.0f} s)\n    socket {s['socket']}\n    "
         f"policies warm: {warm}\n    stacks warm: {', '.join(s.get('warm_stacks', []))}"
+        f"\n    running: {_children(s.get('children', []))}"
     )
+
+
+def _children(children: list[dict[str, Any]]) -> str:
+    """The calls and servers a warm process runs now: 'serve pid 12 since 10:04:31, …'."""
+    shown = [
+        f"{c['command'] or '?'} pid {c['pid']} since "
+        + time.strftime("%H:%M:%S", time.localtime(float(c["since"])))
+        for c in children
+    ]
+    return ", ".join(shown) or "-"
 
 
 def _folder() -> str:
