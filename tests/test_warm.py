@@ -648,3 +648,24 @@ def test_the_warm_process_keeps_none_of_its_first_callers_secrets(world: World) 
     assert names.isdisjoint(secrets)
     assert {"PATH", "LINGYI_WARM_DIR", "LINGYI_DAEMON_IDLE"} <= names
     assert done.returncode == 0 and log.exists()
+
+
+def test_the_socket_name_depends_on_the_control_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes in different control groups (a service under ``MemoryMax=`` and a
+    shell) get different sockets, so a warm process never runs a call outside the caller's
+    limits; the same groups, the same socket. (Moving a process between real cgroups needs
+    privileges a CI machine may not give, so the groups file is a stand-in here; the reader
+    itself is run on a real file and on a missing one.)"""
+    groups = tmp_path / "cgroup"
+    groups.write_text("0::/system.slice/lingyi.service\n", encoding="utf-8")
+    assert place.control_groups(str(groups)) == "0::/system.slice/lingyi.service\n"
+    assert place.control_groups(str(tmp_path / "missing")) == ""
+    keys = {}
+    for name in ("service", "shell", "service again"):
+        text = "0::/user.slice/session-1.scope\n" if name == "shell" else groups.read_text()
+        monkeypatch.setattr(place, "control_groups", lambda text=text: text)
+        keys[name] = place.key()
+    assert keys["service"] != keys["shell"]
+    assert keys["service"] == keys["service again"]

@@ -3,11 +3,12 @@
 One socket per user and per *kind of process*: its name is a hash of everything that makes a
 process that started earlier behave differently from a fresh one (the interpreter, its
 flags, lingyi's own files and their newest mtime, the import path, the environment variables
-read at start-up, the groups, the resource limits). What a call can carry itself (working directory, umask,
-environment, stdio) it does, per call. A changed checkout, another venv or ``PYTHONPATH`` pointing elsewhere
-(``benchmarks/bench_start.py --baseline``) therefore never reaches a process started for
-something else. The folder is refused unless it is a real folder (not a link), owned by the
-user, with no group or other permission bits: the socket hands over the caller's terminal.
+read at start-up, the groups, the resource limits, the control groups). What a call can
+carry itself (working directory, umask, environment, stdio) it does, per call. A changed
+checkout, another venv or ``PYTHONPATH`` pointing elsewhere (``benchmarks/bench_start.py
+--baseline``) therefore never reaches a process started for something else. The folder is
+refused unless it is a real folder (not a link), owned by the user, with no group or other
+permission bits: the socket hands over the caller's terminal.
 """
 
 from __future__ import annotations
@@ -110,12 +111,23 @@ def key() -> str:
     """A short hash of what makes a process started earlier differ from a fresh one."""
     parts = [sys.executable, sys.version, repr(sys.flags), *import_path(), *_package()]
     parts += [str(os.getgid()), repr(sorted(os.getgroups()))]  # the group of files it creates
-    parts += _limits()
+    parts += [*_limits(), control_groups()]
     parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(START_ENV))
     data = "\0".join(parts).encode("utf-8", "surrogateescape")
     # Two checksums, 64 bits: names, not secrets (the folder's owner and mode keep others out),
     # and hashlib would load OpenSSL.
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
+def control_groups(path: str = "/proc/self/cgroup") -> str:
+    """The control groups this process is in (Linux; '' elsewhere): their memory, CPU and
+    process limits apply to what a process in them starts, and a warm process started in
+    one would run a service's calls (a ``serve`` under ``MemoryMax=``) outside it."""
+    try:
+        with open(path, "rb") as found:
+            return found.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _limits() -> list[str]:
