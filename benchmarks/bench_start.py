@@ -14,9 +14,10 @@ Interleaved in one run, ``--runs`` times each, so load on the machine touches al
   knowledge base, no guard); then the first ``tools/list`` right after, timed on its own
   (every client sends it next; a start made cheaper by moving work into it is no gain). The
   CPU time of a server is its whole process: start, that listing, and its exit. ``lingyi
-  serve`` twice: in-process (``LINGYI_DAEMON=0``) and **warm** (through the warm process,
+  serve`` three ways: in-process (``LINGYI_DAEMON=0``), **warm** (through the warm process,
   which has the server's stack loaded: its CPU is the client's only, the child's is not ours
-  to count).
+  to count) and **first call** (no warm process yet: in-process, starting one as it loads its
+  policies, the way ``verify first call`` is measured).
 
 Medians and p90 of wall time in ms, the median and the least CPU time of the processes
 measured (steadier on a shared machine: the least is what the work costs when nothing else
@@ -165,6 +166,7 @@ def measures(
     if with_serve:
         steps["serve initialize"] = serve("serve", dep.guarded())
         steps["serve warm"] = serve("serve warm", dep.guarded(), warm=warm)
+        steps["serve first call"] = lambda: first_serve_ms(dep.guarded(), root)
         steps["bare initialize"] = serve("bare", dep.bare())
     if baseline is not None:  # the same commands of an older checkout, interleaved
         steps["baseline verify"] = lambda: wall_ms([*lingyi, *VERIFY], baseline)
@@ -176,6 +178,15 @@ def measures(
         steps["serve warm"]()
         settled(warm, stop=False, stack="serve")
     return steps
+
+
+def first_serve_ms(argv: list[str], root: Path) -> float:
+    """A serve with no warm process yet (a new socket folder): it runs in-process and starts
+    one as it loads its policies, which is waited for and stopped after the sample."""
+    folder = Path(tempfile.mkdtemp(prefix="first-serve-", dir=root))
+    wall = serve("serve first call", argv, warm=folder)()
+    settled(folder, stop=True, stack="serve")
+    return wall
 
 
 def bytecode(compile_first: bool, baseline: Path | None) -> str:
@@ -278,7 +289,8 @@ def report(
         bare = med["bare initialize"]
         rows.append(
             f"serve / bare initialize: {med['serve initialize'] / bare:.2f}x (in-process); "
-            f"{med['serve warm'] / bare:.3f}x (warm)"
+            f"{med['serve warm'] / bare:.3f}x (warm); first call / in-process "
+            f"{med['serve first call'] / med['serve initialize']:.2f}x"
         )
     if "baseline verify" in med:
         rows.append(
