@@ -136,15 +136,19 @@ def _config(root: Path, language: str, policies: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    root = tmp_path_factory.mktemp("warm")
+def make_world(root: Path) -> World:
+    """zh and en configs over a copy of the shipped policies, a log and a socket folder."""
     warm_dir = root / "sockets"
     warm_dir.mkdir(mode=0o700)
     policies = root / "validators"
     shutil.copytree(SHIPPED_POLICIES, policies)
     configs = {lang: _config(root, lang, policies) for lang in ("zh", "en")}
-    found = World(root, warm_dir, policies, root / "log.jsonl", configs)
+    return World(root, warm_dir, policies, root / "log.jsonl", configs)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    found = make_world(tmp_path_factory.mktemp("warm"))
     yield found
     found.stop()
 

@@ -11,7 +11,6 @@ read from its call counter (``lingyi daemon status --json``). No timing is asser
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,9 +27,8 @@ from mcp import Client, StdioServerParameters
 
 from lingyi._warm import place
 from lingyi.log import read_log
-from tests.conftest import SHIPPED_POLICIES
 from tests.test_server_http import client, free_port
-from tests.test_warm import World, _children, _config, _gone
+from tests.test_warm import World, _children, _gone, make_world
 
 pytestmark = [
     pytest.mark.skipif(not place.supported(), reason="POSIX only (fork, SCM_RIGHTS)"),
@@ -61,13 +59,7 @@ SESSION = [
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    root = tmp_path_factory.mktemp("warm-serve")
-    warm_dir = root / "sockets"
-    warm_dir.mkdir(mode=0o700)
-    policies = root / "validators"
-    shutil.copytree(SHIPPED_POLICIES, policies)
-    configs = {lang: _config(root, lang, policies) for lang in ("zh", "en")}
-    found = World(root, warm_dir, policies, root / "log.jsonl", configs)
+    found = make_world(tmp_path_factory.mktemp("warm-serve"))
     yield found
     found.stop()
 
