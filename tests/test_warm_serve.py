@@ -211,6 +211,20 @@ def test_a_config_that_says_warm_false_serves_in_process_and_stops_the_warm_proc
         other.stop()
 
 
+def _waiting(pid: int) -> None:
+    """Until ``pid`` sleeps and its CPU time stops growing (its imports are done and it
+    waits for input): a readiness wait, not a timing assertion."""
+    last = None
+    for _ in range(600):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        used = (fields[0], int(fields[11]) + int(fields[12]))  # state, utime + stime
+        if used == last and used[0] == "S":
+            return
+        last = used
+        time.sleep(0.25)
+    raise AssertionError(f"{pid} never settled waiting for input")
+
+
 def test_ctrl_c_lets_the_warm_child_end_as_a_fresh_process_would(world: World) -> None:
     """Ctrl-C (SIGINT) to a caller whose verify waits for stdin in a warm child: the child
     gets it and ends as a fresh process does (exit 130, "interrupted" said once), and the
@@ -228,7 +242,7 @@ def test_ctrl_c_lets_the_warm_child_end_as_a_fresh_process_would(world: World) -
         )  # fmt: skip
         try:
             child = _new_child(pid, before) if warm else caller.pid
-            time.sleep(1.5 if not warm else 0.5)  # started, and waiting for stdin
+            _waiting(child)  # started, and blocked reading stdin
             caller.send_signal(signal.SIGINT)
             out, err = caller.communicate(timeout=TIMEOUT_S)
         finally:
