@@ -359,6 +359,24 @@ class ChainVerifier:
         self.last = _SKIMMED_PLAIN
         return True
 
+    def plain_prev(self) -> bytes | None:
+        """The hash the next line must link to, as bytes, when :meth:`skim`'s plain path
+        applies to it (the chain is plain and its last hash known); None otherwise. For a
+        caller that runs that path inline over many lines (:mod:`lingyi.stats.scanloop`)."""
+        if self.prev is None or self.key_id is not None:
+            return None
+        return self.prev.encode()
+
+    def skimmed_plain(self, count: int, prev: bytes) -> None:
+        """Credit ``count`` plain lines verified as :meth:`skim` does, inline by a caller;
+        ``prev`` is the hash of the last of them."""
+        report = self.report
+        report.lines += count
+        report.records += count
+        report.plain += count
+        self.prev = prev.decode()
+        self.last = _SKIMMED_PLAIN
+
     def _skim_keyed(self, raw: bytes, tail: re.Match[bytes], key_at: int) -> bool:
         usable, key = self._skim_key(raw, key_at)
         if (

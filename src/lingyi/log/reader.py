@@ -87,7 +87,7 @@ def decode_line(lineno: int, raw: bytes, offset: int = 0) -> LogLine:
     return LogLine(lineno, value, None, raw, offset)
 
 
-def _open(path: Path) -> BinaryIO | None:
+def open_log(path: Path) -> BinaryIO | None:
     try:
         return path.open("rb")
     except FileNotFoundError:
@@ -105,7 +105,7 @@ def raw_lines(
     add it up across chunks). ``end`` stops at the first line starting at or after it;
     None reads to the end, lines appended meanwhile included.
     """
-    handle = _open(path)
+    handle = open_log(path)
     if handle is None:
         return
     with handle:
@@ -133,7 +133,7 @@ def reversed_lines(path: Path, block: int = BLOCK) -> Iterator[LogLine]:
 
     Memory holds one block plus the line being assembled, however long that line is.
     """
-    handle = _open(path)
+    handle = open_log(path)
     if handle is None:
         return
     with handle:
@@ -194,7 +194,7 @@ def line_numbers(path: Path, offsets: Collection[int]) -> dict[int, int]:
     """
     wanted = sorted(set(offsets))
     numbers: dict[int, int] = {}
-    handle = _open(path)
+    handle = open_log(path)
     if handle is None or not wanted:
         return numbers
     with handle:
