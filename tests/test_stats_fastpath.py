@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from lingyi.log import GENESIS, canonical, verify_chain
-from lingyi.log.reader import raw_lines
+from lingyi.log import GENESIS, KeyRing, LogOptions, VerificationLog, canonical, verify_chain
+from lingyi.log.chain import ChainVerifier, tail_match
+from lingyi.log.reader import decode_line, raw_lines
 from lingyi.stats import StatsView, week_window
 from lingyi.stats.aggregate import WindowsPass
 from lingyi.stats.scanloop import feed_range
@@ -67,6 +68,7 @@ HOSTILE: list[tuple[str, Forge]] = [
      lambda p, ts: _line(_text(p, ts, kind="appeal", appeal_of="x", fallback={"kind": "verification"}))),
     ("an appeal nested", lambda p, ts: _nested(p, ts, "kind", "appeal")),
     ("kind twice", lambda p, ts: _line(_text(p, ts).replace('"kind":', '"kind":"appeal","kind":'))),
+    ("a key rotation, not keyed", lambda p, ts: _line(_text(p, ts, kind="key_rotation", to="k" * 16))),
     ("another kind", lambda p, ts: _line(_text(p, ts, kind="future_kind"))),
     ("key_id nested", lambda p, ts: _nested(p, ts, "key_id", "k" * 16)),
     ("key_id of its own", lambda p, ts: _line(_text(p, ts, key_id="k" * 16))),
@@ -186,3 +188,37 @@ def test_the_hot_loop_stops_where_the_next_range_starts(tmp_path: Path) -> None:
         assert feed_range(found, handle, 0, end, done.append, every=1000) == 12
     assert found.chain.report.records == 12 and found.skimmed == 12
     assert done and done[-1] <= sum(map(len, lines[:12])) and done == sorted(done)
+
+
+def _chain(chain: ChainVerifier) -> tuple[Any, ...]:
+    return (chain.prev, chain.key_id, chain.seq, chain.last, chain.first_link, chain.report)
+
+
+def _keyed_log(path: Path, forge: Forge, ts: str) -> None:
+    """A keyed log (its rotation record first), then the hostile line chained to it."""
+    ring = KeyRing.from_text("c3" * 32, "test", "test")
+    with VerificationLog(path, LogOptions(keys=ring)) as vlog:
+        written = [vlog.append(vrec(t)) for t in (OUTSIDE, INSIDE)]
+    with path.open("ab") as handle:
+        handle.write(forge(written[-1]["hash"], ts))
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["plain", "keyed"])
+@pytest.mark.parametrize("start", [0, 1], ids=["from the start", "mid-log"])
+@pytest.mark.parametrize("forge", [h[1] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_the_exact_check_of_a_written_line_is_feeds(
+    tmp_path: Path, forge: Forge, start: int, keyed: bool
+) -> None:
+    """feed_written (a parsed line with its writer's tail) finds what feed finds, the same
+    problem for every line, and leaves the chain as feed does (link, key, seq, counts)."""
+    path = tmp_path / "log.jsonl"
+    (_keyed_log if keyed else _log)(path, forge, INSIDE)
+    ring = KeyRing.from_text("c3" * 32, "test", "test") if keyed else None
+    exact = ChainVerifier(GENESIS if start == 0 else None, ring)
+    fast = ChainVerifier(GENESIS if start == 0 else None, ring)
+    for lineno, _, raw in raw_lines(path):
+        if lineno > start and raw.strip():
+            line = decode_line(lineno, raw)
+            assert fast.feed_written(line, tail_match(raw)) == exact.feed(line)
+            assert _chain(fast) == _chain(exact)
+    assert fast.finish() == exact.finish() and _chain(fast) == _chain(exact)

@@ -59,41 +59,38 @@ def feed_range(
         if offset >= due and report is not None:
             report(offset - start)
             due = offset + every
-        if link is not None:
-            tail = search(raw, size - 240)
-            if tail is not None and tail[2] == _CURRENT:
-                ts = tail[1]
-                if (
-                    len(ts) == 24
-                    and ts[23] == _Z
-                    and ts[10] == _T
-                    and ts.isascii()
-                    and not first <= ts < last
-                    and (at := raw.find(_PREV)) >= 0
-                    and raw.startswith(link, at + 7)
-                    and raw.find(_PREV, at + 7) < 0
-                    and (
-                        (kind := raw.find(_KIND)) < 0
-                        or (
-                            raw.startswith(_VERIFICATION, kind + 8)
-                            and raw.find(_KIND, kind + 8) < 0
-                        )
-                    )
-                    and raw.find(_KEY_ID) < 0
-                ):
-                    digest = sha256(raw[: tail.start(3) - _HASH_AT])
-                    digest.update(b"}")
-                    stored = digest.hexdigest().encode()
-                    if stored == tail[3]:
-                        pending += 1
-                        prev, link = stored, b'"' + stored + b'"'
-                        continue
+        tail = search(raw, size - 240)
+        if (
+            link is not None
+            and tail is not None
+            and tail[2] == _CURRENT
+            and len(ts := tail[1]) == 24
+            and ts[23] == _Z
+            and ts[10] == _T
+            and ts.isascii()
+            and not first <= ts < last
+            and (at := raw.find(_PREV)) >= 0
+            and raw.startswith(link, at + 7)
+            and raw.find(_PREV, at + 7) < 0
+            and (
+                (kind := raw.find(_KIND)) < 0
+                or (raw.startswith(_VERIFICATION, kind + 8) and raw.find(_KIND, kind + 8) < 0)
+            )
+            and raw.find(_KEY_ID) < 0
+        ):
+            digest = sha256(raw[: tail.start(3) - _HASH_AT])
+            digest.update(b"}")
+            stored = digest.hexdigest().encode()
+            if stored == tail[3]:
+                pending += 1
+                prev, link = stored, b'"' + stored + b'"'
+                continue
         if pending and prev is not None:
             chain.skimmed_plain(pending, prev)
             found.skimmed += pending
             pending = 0
         if raw[0] == 0x7B or raw.strip():  # "{": a record's line, not copied to be stripped
-            found.feed_raw(lineno, raw)
+            found.feed_tail(lineno, raw, tail)
             prev = chain.plain_prev()
             link = None if prev is None else b'"' + prev + b'"'
     if pending and prev is not None:
