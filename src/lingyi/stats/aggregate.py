@@ -251,12 +251,15 @@ class Counters:
         returns the codes of its checks that ran and its failed checks (None: no checks
         list), for a caller that counts them again."""
         self.totals[index] += 1
-        groups = self.groups
-        _bump(groups["member"], member, index)
-        _bump(groups["type"], str(record.get("type")), index)
+        groups = self.groups  # _bump, inline: a tally is a non-empty list, never falsy
+        table, key = groups["member"], member
+        (table.get(key) or table.setdefault(key, [0, 0, 0]))[index] += 1
+        table, key = groups["type"], str(record.get("type"))
+        (table.get(key) or table.setdefault(key, [0, 0, 0]))[index] += 1
         tool = record.get("tool_call")
         if isinstance(tool, dict):
-            _bump(groups["tool"], str(tool.get("name")), index)
+            table, key = groups["tool"], str(tool.get("name"))
+            (table.get(key) or table.setdefault(key, [0, 0, 0]))[index] += 1
         checks = record.get("checks")
         seen, failed = None, []
         if isinstance(checks, list):
@@ -320,11 +323,12 @@ class Counters:
         if ms is None:
             return
         bucket = LatencyHistogram.bucket_of(ms)
-        self.latency.add(ms, bucket)
+        ns = round(ms * 1_000_000)
+        self.latency.add(ms, bucket, ns)
         histogram = self.member_latency.get(member)
         if histogram is None:
             histogram = self.member_latency[member] = LatencyHistogram()
-        histogram.add(ms, bucket)
+        histogram.add(ms, bucket, ns)
 
     def add(self, other: Counters, line_offset: int = 0) -> None:
         """Add ``other``'s counters; its lines are shifted by ``line_offset`` (a later chunk)."""
