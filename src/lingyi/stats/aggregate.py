@@ -636,7 +636,11 @@ class Aggregator(LogPass, Counters):
         return key if key is not None and self.start_key <= key < self.end_key else None
 
     def _verification(self, lineno: int, record: dict[str, Any]) -> None:
-        key = self._in_window(lineno, record, record.get("ts"))
+        ts = record.get("ts")
+        if ts.__class__ is str and len(ts) == 24 and ts[23] == "Z" and ts[10] == "T":
+            key = ts if self.start_key <= ts < self.end_key else None  # normalise_ts's shortcut
+        else:
+            key = self._in_window(lineno, record, ts)
         if key is None:
             return
         member = record.get("member")
