@@ -789,9 +789,8 @@ class WindowsPass:
         for index, agg in enumerate(self.aggregators):
             if problem:
                 agg.integrity.note_problem(problem)
-            if (
-                own is not None and index != own
-            ):  # a verification of another window: its version only
+            # A verification of another window (with a problem noted): its version only.
+            if own is not None and index != own:
                 agg.integrity.schema_versions[_CURRENT_TEXT] += 1
             else:
                 agg.count_line(line)
