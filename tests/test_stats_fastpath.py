@@ -19,7 +19,7 @@ import pytest
 from lingyi.log import GENESIS, KeyRing, LogOptions, VerificationLog, canonical, verify_chain
 from lingyi.log.chain import ChainVerifier, tail_match
 from lingyi.log.reader import decode_line, raw_lines
-from lingyi.stats import StatsView, week_window
+from lingyi.stats import StatsView, compute_stats, week_window
 from lingyi.stats.aggregate import WindowsPass
 from lingyi.stats.scanloop import feed_range
 from tests.test_stats import UTC_ZONE, vrec, write_log
@@ -82,6 +82,7 @@ HOSTILE: list[tuple[str, Forge]] = [
     ("not JSON", lambda p, ts: b"not json at all\n"),
     ("an empty line", lambda p, ts: b"\n"),
     ("a JSON array", lambda p, ts: b"[1, 2]\n"),
+    ("a hash of a lone surrogate", lambda p, ts: _line(_text(p, ts))[:-67] + b'\\ud800"}\n'),
     ("prev escaped, right one nested",
      lambda p, ts: _nested(p, ts, "prev", p, "1" * 64).replace(b'"prev":"1', b'"pr\\u0065v":"1')),
 ]  # fmt: skip
@@ -92,7 +93,7 @@ def _hash_of(line: bytes) -> str:
         value = json.loads(line).get("hash")
     except (ValueError, AttributeError):
         return ""
-    return value if isinstance(value, str) else ""
+    return value if isinstance(value, str) and value.isascii() else ""
 
 
 def _log(path: Path, forge: Forge, ts: str) -> None:
@@ -161,6 +162,7 @@ CAUGHT = {
     "wrong link, right one nested": "relinked",
     "edited after hashing": "edited",
     "hash in capitals": "edited",
+    "a hash of a lone surrogate": "edited",  # and the next line, which cannot link to it
 }
 
 
@@ -174,6 +176,16 @@ def test_a_damaged_line_outside_the_periods_is_reported_as_log_verify_does(
     report = _hot_loop(path, 0, GENESIS)[0].chain.report
     assert getattr(report, CAUGHT[name]) >= 1
     assert report.break_count == verify_chain(path).break_count
+
+
+def test_stats_full_survives_a_hash_no_line_can_link_to(tmp_path: Path) -> None:
+    """A forged "hash" of a lone surrogate (json reads it, UTF-8 cannot hold it) is reported
+    by stats --full as log verify reports it; it used to crash the pass (the next line's
+    link was encoded to be looked for)."""
+    path = tmp_path / "log.jsonl"
+    _log(path, dict(HOSTILE)["a hash of a lone surrogate"], OUTSIDE)
+    got = compute_stats(path, WINDOWS[0], rollup=False)["integrity"]
+    assert got["chain_breaks"] == verify_chain(path).break_count >= 1
 
 
 def test_the_hot_loop_stops_where_the_next_range_starts(tmp_path: Path) -> None:

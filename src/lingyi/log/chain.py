@@ -366,14 +366,14 @@ class ChainVerifier:
         :meth:`feed`; its hash still commits to the previous hash, so the order it proves is
         the same.
         """
-        prev = self.prev
-        if prev is None:
+        link = self._link()
+        if link is None:
             return False
         # The three scans and the hash, inline: this runs for nearly every line of a big log.
         at = raw.find(_PREV)
         if at < 0 or raw.find(_PREV, at + 7) >= 0:
             return False
-        if not raw.startswith(b'"%s"' % prev.encode(), at + 7):
+        if not raw.startswith(b'"%s"' % link, at + 7):
             return False
         kind = raw.find(_KIND)
         if kind >= 0 and not (
@@ -398,13 +398,20 @@ class ChainVerifier:
         self.last = _SKIMMED_PLAIN
         return True
 
+    def _link(self) -> bytes | None:
+        """The hash the next line must link to, as bytes; None: not known (a chunk before
+        its first record), or a "hash" of lone surrogates that no line's bytes can hold
+        (a forged line: feed reports the next line, where encoding it would crash)."""
+        try:
+            return None if self.prev is None else self.prev.encode()
+        except UnicodeEncodeError:
+            return None
+
     def plain_prev(self) -> bytes | None:
         """The hash the next line must link to, as bytes, when :meth:`skim`'s plain path
         applies to it (the chain is plain and its last hash known); None otherwise. For a
         caller that runs that path inline over many lines (:mod:`lingyi.stats.scanloop`)."""
-        if self.prev is None or self.key_id is not None:
-            return None
-        return self.prev.encode()
+        return None if self.key_id is not None else self._link()
 
     def skimmed_plain(self, count: int, prev: bytes) -> None:
         """Credit ``count`` plain lines verified as :meth:`skim` does, inline by a caller;
