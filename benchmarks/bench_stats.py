@@ -19,6 +19,10 @@ separately), interleaved round by round so that every scenario sees the same mac
     .venv/bin/python benchmarks/bench_stats.py --memory 10000 100000 1000000
     .venv/bin/python benchmarks/bench_stats.py --baseline /tmp/base/src   # + full@base
 
+``--pairs N`` (with ``--baseline``) times ``full`` and ``full@base`` one right after the
+other N times, alternating which goes first, and reports each pair and the median of the
+ratios: on a shared machine a pair sees the same neighbours, where medians of rounds do not.
+
 ``--memory`` reports the rollup's peak memory and time at several log sizes (same 90 days).
 ``--baseline SRC`` adds the scenario ``full@base``: ``--full`` with the ``lingyi`` package
 found in SRC (e.g. ``git archive <commit> src | tar -x -C /tmp/base``), interleaved with the
@@ -248,6 +252,27 @@ def compare(records: int, runs: int, append: int, rebuild: bool, base: str | Non
         print(_row(scenario, results[scenario], None if scenario == "full" else base))
 
 
+def pairs(records: int, count: int, base: str) -> None:
+    """``full`` against ``full@base`` in ``count`` back-to-back pairs."""
+    path = cached_log(records)
+    ratios: list[tuple[float, float]] = []
+    for i in range(count):
+        order = ["full", "full@base"] if i % 2 == 0 else ["full@base", "full"]
+        got = {s: run(path, s, 0, base) for s in order}
+        new, old = got["full"], got["full@base"]
+        ratios.append((new["wall"] / old["wall"], new["cpu"] / old["cpu"]))
+        print(
+            f"pair {i + 1}: full {new['wall']:.2f} s, {new['cpu']:.2f} s CPU; full@base "
+            f"{old['wall']:.2f} s, {old['cpu']:.2f} s CPU; load {os.getloadavg()[0]:.1f}"
+        )
+    walls, cpus = (sorted(r[k] for r in ratios) for k in (0, 1))
+    print(
+        f"full / full@base, median of {count} pairs: wall {statistics.median(walls):.3f}× "
+        f"({walls[0]:.3f}–{walls[-1]:.3f}), CPU {statistics.median(cpus):.3f}× "
+        f"({cpus[0]:.3f}–{cpus[-1]:.3f})"
+    )
+
+
 def memory(sizes: list[int], runs: int) -> None:
     print(f"{'records':>9} {'median s':>9} {'RSS MB':>7} {'rollup KB':>9}")
     for size in sizes:
@@ -268,10 +293,15 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="also time building the rollup")
     parser.add_argument("--memory", type=int, nargs="+", metavar="N", help="rollup at sizes N")
     parser.add_argument("--baseline", metavar="SRC", help="also time --full with the code in SRC")
+    parser.add_argument("--pairs", type=int, metavar="N", help="N back-to-back pairs (--baseline)")
     parser.add_argument("--child", nargs=2, metavar=("LOG", "SCENARIO"))
     args = parser.parse_args()
     if args.child:
         child(Path(args.child[0]), args.child[1], args.append)
+    elif args.pairs:
+        if not args.baseline:
+            parser.error("--pairs needs --baseline SRC")
+        pairs(args.records, args.pairs, args.baseline)
     elif args.memory:
         memory(args.memory, args.runs)
     else:

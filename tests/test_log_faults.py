@@ -340,6 +340,8 @@ LINES_AS_JSON_READS_THEM = [
     b'{"latency_ms":123456789012345678901234567890}\n',  # beyond 64 bits: an int, not a float
     b'{"seq":[ -12345678901234567890123]}\n',
     b'{"seq":18446744073709551615,"v":-9223372036854775808}\n',
+    b'{"seq":-18446744073709551616,"v":[1,-1]}\n',  # beyond 64 bits below zero
+    b'{"seq":-1844674407370955161,"v":1}\n',  # "-" and 19 digits: left to json, exact
     b'{"id":"00000000000000000000012345","v":1}\n',  # a 26-digit id: a string
     b'{"latency_ms":NaN,"x":Infinity,"y":-Infinity}\n',  # json reads these, orjson does not
     b'{"latency_ms":1e400,"x":1.7976931348623159e308,"y":2.5e-324}\n',

@@ -15,10 +15,11 @@ chunks of the log merge into the one a single pass gives (:meth:`Aggregator.merg
 
 from __future__ import annotations
 
+import collections
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,18 @@ _NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a
 _CURRENT_TEXT = str(SCHEMA_VERSION)
 _CURRENT = _CURRENT_TEXT.encode()
 _Z, _T = ord("Z"), ord("T")
+
+
+def _count_in_python(counter: dict[str, int], items: Iterable[str]) -> None:
+    for item in items:
+        counter[item] = counter.get(item, 0) + 1
+
+
+# What Counter.update runs for a list, without the Mapping check that costs more than the
+# counting of a record's few codes (about 1.5 µs a call here); CPython has it in C.
+_count: Callable[[dict[str, int], Iterable[str]], None] = getattr(
+    collections, "_count_elements", _count_in_python
+)
 
 
 # --------------------------------------------------------------------------- intercepts
@@ -238,12 +251,15 @@ class Counters:
         returns the codes of its checks that ran and its failed checks (None: no checks
         list), for a caller that counts them again."""
         self.totals[index] += 1
-        groups = self.groups
-        _bump(groups["member"], member, index)
-        _bump(groups["type"], str(record.get("type")), index)
+        groups = self.groups  # _bump, inline: a tally is a non-empty list, never falsy
+        table, key = groups["member"], member
+        (table.get(key) or table.setdefault(key, [0, 0, 0]))[index] += 1
+        table, key = groups["type"], str(record.get("type"))
+        (table.get(key) or table.setdefault(key, [0, 0, 0]))[index] += 1
         tool = record.get("tool_call")
         if isinstance(tool, dict):
-            _bump(groups["tool"], str(tool.get("name")), index)
+            table, key = groups["tool"], str(tool.get("name"))
+            (table.get(key) or table.setdefault(key, [0, 0, 0]))[index] += 1
         checks = record.get("checks")
         seen, failed = None, []
         if isinstance(checks, list):
@@ -268,7 +284,7 @@ class Counters:
                 codes.append(code if isinstance(code, str) else str(code))
                 if check.get("passed") is False:
                     failed.append(check)
-        self.checked.update(codes)  # counted in C
+        _count(self.checked, codes)  # counted in C
         return codes, failed
 
     def _failures(
@@ -307,11 +323,12 @@ class Counters:
         if ms is None:
             return
         bucket = LatencyHistogram.bucket_of(ms)
-        self.latency.add(ms, bucket)
+        ns = round(ms * 1_000_000)
+        self.latency.add(ms, bucket, ns)
         histogram = self.member_latency.get(member)
         if histogram is None:
             histogram = self.member_latency[member] = LatencyHistogram()
-        histogram.add(ms, bucket)
+        histogram.add(ms, bucket, ns)
 
     def add(self, other: Counters, line_offset: int = 0) -> None:
         """Add ``other``'s counters; its lines are shifted by ``line_offset`` (a later chunk)."""
@@ -619,7 +636,11 @@ class Aggregator(LogPass, Counters):
         return key if key is not None and self.start_key <= key < self.end_key else None
 
     def _verification(self, lineno: int, record: dict[str, Any]) -> None:
-        key = self._in_window(lineno, record, record.get("ts"))
+        ts = record.get("ts")
+        if ts.__class__ is str and len(ts) == 24 and ts[23] == "Z" and ts[10] == "T":
+            key = ts if self.start_key <= ts < self.end_key else None  # normalise_ts's shortcut
+        else:
+            key = self._in_window(lineno, record, ts)
         if key is None:
             return
         member = record.get("member")
@@ -657,7 +678,7 @@ class Aggregator(LogPass, Counters):
         checked = self.member_checked.get(member)  # not setdefault: no Counter() per record
         if checked is None:
             checked = self.member_checked[member] = Counter()
-        checked.update(ran)
+        _count(checked, ran)
         codes = self.member_codes.get(member)
         if codes is None:
             codes = self.member_codes[member] = {}
@@ -729,6 +750,9 @@ class WindowsPass:
         self.aggregators = [Aggregator(w, member, chain=self.chain) for w in windows]
         self.bounds = [(a._start_bytes, a._end_bytes) for a in self.aggregators]
         self.skimmed = 0  # verifications outside every window, skimmed, not yet settled
+        # Per window, its verifications counted by it alone, whose version the other windows
+        # have not counted yet (settle() does).
+        self.owned = [0] * len(self.aggregators)
         self.first = min((b[0] for b in self.bounds), default=b"")
         self.last = max((b[1] for b in self.bounds), default=b"")
         # A verification inside one window is counted by that window's aggregator alone
@@ -740,34 +764,47 @@ class WindowsPass:
         )
 
     def feed_raw(self, lineno: int, raw: bytes) -> None:
-        tail = _TAIL_RE.search(raw, len(raw) - 240)  # tail_match, inline: the hot path
+        self.feed_tail(lineno, raw, _TAIL_RE.search(raw, len(raw) - 240))
+
+    def feed_tail(self, lineno: int, raw: bytes, tail: re.Match[bytes] | None) -> None:
+        """:meth:`feed_raw` for a line whose :func:`tail_match` is ``tail``, found already."""
         where = None if tail is None or tail[2] != _CURRENT else self._window_of(tail[1])
         if where == -1 and self.chain.skim(raw, tail):  # type: ignore[arg-type]
             self.skimmed += 1  # counted into the aggregators' schema versions by settle()
             return
         line = decode_line(lineno, raw)
-        problem = self.chain.feed(line)
-        own = (
-            where is not None
+        problem = self.chain.feed_written(line, tail)
+        own = (  # the one window that counts this verification; None: each aggregator decides
+            where
+            if where is not None
             and where >= 0
             and self.disjoint
             and record_kind(line.record or {}) == "verification"
+            else None
         )
+        if own is not None and problem is None:  # the usual case: settle() counts the others'
+            self.owned[own] += 1
+            self.aggregators[own].count_line(line)
+            return
         for index, agg in enumerate(self.aggregators):
             if problem:
                 agg.integrity.note_problem(problem)
-            if own and index != where:  # a verification of another window: its version only
+            # A verification of another window (with a problem noted): its version only.
+            if own is not None and index != own:
                 agg.integrity.schema_versions[_CURRENT_TEXT] += 1
             else:
                 agg.count_line(line)
 
     def settle(self) -> None:
-        """Count the lines skimmed so far into every aggregator's schema versions (they are
-        counted once per line, not once per line and window, while the pass runs)."""
-        if self.skimmed:
-            for agg in self.aggregators:
-                agg.integrity.schema_versions[_CURRENT_TEXT] += self.skimmed
-            self.skimmed = 0
+        """Count the lines skimmed so far, and those another window counted, into every
+        aggregator's schema versions (once per line, not once per line and window, while
+        the pass runs)."""
+        owned = sum(self.owned)
+        for index, agg in enumerate(self.aggregators):
+            if count := self.skimmed + owned - self.owned[index]:
+                agg.integrity.schema_versions[_CURRENT_TEXT] += count
+        self.skimmed = 0
+        self.owned = [0] * len(self.aggregators)
 
     def _window_of(self, ts: bytes) -> int | None:
         """The index of the window a writer's timestamp falls in (-1: none); None: not the

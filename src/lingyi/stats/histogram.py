@@ -43,10 +43,11 @@ class LatencyHistogram:
         index = math.floor(math.log(ms) / cls._LOG_G)
         return min(max(index, cls._LOW), cls._HIGH)
 
-    def add(self, ms: float, bucket: int | None = None) -> None:
-        """Count ``ms``; ``bucket`` may be passed when already computed for ``ms``."""
+    def add(self, ms: float, bucket: int | None = None, ns: int | None = None) -> None:
+        """Count ``ms``; ``bucket`` and ``ns`` (``round(ms * 1e6)``) may be passed when
+        already computed for ``ms`` (a latency counted in two histograms)."""
         self.count += 1
-        self.total_ns += round(ms * 1_000_000)
+        self.total_ns += round(ms * 1_000_000) if ns is None else ns
         if ms < self.low:
             self.low = ms
         if ms > self.high:

@@ -31,10 +31,11 @@ from typing import Any
 from lingyi._logging import get_logger
 from lingyi.log.chain import GENESIS
 from lingyi.log.keys import KeyRing
-from lingyi.log.reader import raw_lines
+from lingyi.log.reader import open_log, raw_lines
 from lingyi.stats.aggregate import LogPass, WindowsPass
 from lingyi.stats.builder import RollupBuilder
 from lingyi.stats.days import ZoneDays
+from lingyi.stats.scanloop import feed_range
 from lingyi.stats.window import Window
 
 log = get_logger(__name__)
@@ -79,6 +80,8 @@ def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[
     ``report(index, bytes done in this range)`` is called every :data:`PROGRESS_BYTES`.
     """
     agg = task.new_pass()
+    if isinstance(agg, WindowsPass):
+        return agg, _scan_windows(agg, task, report)
     lineno = reported = done = 0
     for lineno, _, raw in raw_lines(task.path, task.start, task.end):
         done += len(raw)
@@ -88,6 +91,17 @@ def scan(task: Task, report: Callable[[int, int], None] | None = None) -> tuple[
             report(task.index, done)
             reported = done
     return agg, lineno
+
+
+def _scan_windows(found: WindowsPass, task: Task, report: Callable[[int, int], None] | None) -> int:
+    """A windowed pass's range through its hot loop (:mod:`lingyi.stats.scanloop`)."""
+    handle = open_log(task.path)
+    if handle is None:
+        return 0
+    tell = None if report is None else lambda done: report(task.index, done)
+    with handle:
+        handle.seek(task.start)
+        return feed_range(found, handle, task.start, task.end, tell, PROGRESS_BYTES)
 
 
 def run_windows(
