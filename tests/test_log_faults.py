@@ -375,3 +375,36 @@ def test_a_line_decodes_exactly_as_json_reads_it(raw: bytes) -> None:
         assert repr(line.record) == repr(expected)  # types too: an int stays an int
     else:
         assert line.record is None and line.error == "not a JSON object"
+
+
+# A forged last line, and whether the writer can link to it (only a string UTF-8 can hold).
+FORGED_TAILS = [
+    ("hash of a lone surrogate", '"hash":"\\ud800"', False),
+    ("key_id of a lone surrogate", '"key_id":"\\udfff","hash":"' + "a" * 64 + '"', True),
+    ("hash of an emoji, escaped", '"hash":"\\ud83d\\ude00"', True),
+    ("hash of Chinese text", '"hash":"哈希"', True),
+]
+
+
+@pytest.mark.parametrize(("name", "tail", "linked"), FORGED_TAILS, ids=[t[0] for t in FORGED_TAILS])
+def test_a_forged_last_line_never_stops_the_writer(
+    tmp_path: Path, name: str, tail: str, linked: bool
+) -> None:
+    """A line appended by someone else whose hash (or key id) is a string no record can
+    carry: the next record is still written whole and hashed (it links past that line to
+    the record before it), and the chain check reports the break. A forged line whose hash
+    can be carried is linked to, as any other last line."""
+    path = tmp_path / "log.jsonl"
+    with VerificationLog(path) as log:
+        first = log.append({"kind": "note", "text": "before"})
+    forged = '{"v":1,"id":"FORGED","ts":"2026-12-01T00:00:00.000Z","kind":"note","seq":2,'
+    with path.open("ab") as f:
+        f.write((forged + tail + "}\n").encode())
+    with VerificationLog(path) as log:
+        after = log.append({"kind": "note", "text": "after, 之后"})
+    kept = [line.record for line in read_log(path) if line.record is not None]
+    assert [r["id"] for r in kept] == [first["id"], "FORGED", after["id"]]
+    written = json.loads(path.read_bytes().splitlines()[-1])
+    assert written["text"] == "after, 之后" and len(written["hash"]) == 64
+    assert written["prev"] != first["hash"] if linked else written["prev"] == first["hash"]
+    assert not verify_chain(path).ok

@@ -83,14 +83,27 @@ def _parse_tail(line: bytes) -> _Tail | None:
         value = json.loads(line)
     except ValueError:
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("hash"), str):
-        return None
+    if not isinstance(value, dict) or not _writable(value.get("hash")):
+        return None  # not a record to link to; a forged one must not stop the writer
     seq, key_id = value.get("seq"), value.get("key_id")
     return _Tail(
         value["hash"],
         seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
-        key_id if isinstance(key_id, str) else None,
+        key_id if _writable(key_id) else None,
     )
+
+
+def _writable(value: object) -> bool:
+    """A string the next record can carry (as its ``prev`` or a rotation's ``from``): not one
+    with a lone surrogate (``"\\ud800"`` in a forged line's JSON), which UTF-8 cannot hold,
+    so that linking to it would fail every append from then on."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _tail_state(fd: int, size: int) -> _Tail:
