@@ -51,7 +51,7 @@ def run(
         if client.command(args) == "serve":  # the parent warms the server's modules next
             _tell(report, {"stacks": ["serve"]})
         warm.serve(then=lambda key: _tell(report, {"misses": [key]}))
-        _warm.exiting.append(lambda given: _end(conn, report, done, given))
+        _warm.exiting.append(lambda given: _end(conn, done, given))
         _warm.declining.append(lambda: _tell(report, {"stop": True}))  # now: a serve is long
         code = _command(args)
     except BaseException:  # the child must answer whatever happened, never unwind into the parent
@@ -59,21 +59,19 @@ def run(
             traceback.print_exc()
             sys.stderr.flush()
     finally:
-        _end(conn, report, done, code)
+        _end(conn, done, code)
         os._exit(0)
 
 
-def _end(conn: socket.socket, report: int, done: threading.Event, code: int) -> None:
-    """Once: the exit code to the caller; to the parent, what was loaded the slow way and
-    whether to stop (the call's config says ``[cli] warm = false``)."""
+def _end(conn: socket.socket, done: threading.Event, code: int) -> None:
+    """Once: the exit code to the caller. (The parent has been told, as they happened, what
+    was loaded the slow way and whether to stop.)"""
     if done.is_set():
         return
     done.set()  # first: the caller closes its end once it has the code (see _watch_caller)
     with contextlib.suppress(BaseException):
         wire.send(conn, {"exit": code})
         conn.close()
-    with contextlib.suppress(BaseException):
-        _tell(report, {"misses": policies.misses, "stop": _warm.declined})
 
 
 def _tell(report: int, message: dict[str, Any]) -> None:
