@@ -244,6 +244,7 @@ def test_ctrl_c_lets_the_warm_child_end_as_a_fresh_process_would(world: World) -
             child = _new_child(pid, before) if warm else caller.pid
             _waiting(child)  # started, and blocked reading stdin
             caller.send_signal(signal.SIGINT)
+            caller.wait(timeout=TIMEOUT_S)  # stdin stays open: a terminal's Ctrl-C closes nothing
             out, err = caller.communicate(timeout=TIMEOUT_S)
         finally:
             caller.kill()
