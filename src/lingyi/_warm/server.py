@@ -81,7 +81,7 @@ class Server:
         policy set."""
         if self.stacks_wanted:
             stack = self.stacks_wanted.pop(0)
-            preload(STACKS[stack])
+            load_stack(stack)
             self.stacks.append(stack)
         else:
             self.warm.load_next()
@@ -241,23 +241,29 @@ def idle_seconds() -> float:
         return place.IDLE_DEFAULT_S
 
 
-def preload(modules: tuple[str, ...] = PRELOAD) -> None:
-    """Import what a verify (or a stack of :data:`STACKS`) needs, so that children start
-    with it."""
-    import importlib
-
-    for name in modules:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    if modules is STACKS["serve"]:
-        _uvicorn_protocols()
-    if modules is not PRELOAD:
-        return
+def preload() -> None:
+    """Import what a verify needs, so that children start with it."""
+    _import(PRELOAD)
     from lingyi.redact import redact_value
 
     # The packaged secret catalogue (a package file: its mtime is in the socket's key) is
     # parsed, and its hint automaton built, on first use: every log record needs it.
     redact_value({"content": "token=ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"})
+
+
+def load_stack(name: str) -> None:
+    """Import the stack ``name`` of :data:`STACKS` (and what it loads by name when it starts)."""
+    _import(STACKS[name])
+    if name == "serve":
+        _uvicorn_protocols()
+
+
+def _import(modules: tuple[str, ...]) -> None:
+    import importlib
+
+    for name in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def _uvicorn_protocols() -> None:
