@@ -102,8 +102,8 @@ def settled(folder: Path, *, stop: bool, stack: str = "verify") -> None:
     then idles), and stop it if asked; a readiness wait, outside every timed part."""
     for _ in range(1200):
         answer = ask(folder, "status")
-        stacks = answer.get("warm_stacks", []) if answer is not None else []
-        if answer is not None and answer.get("warm_policies") and stack in str(stacks):
+        stacks = answer.get("warm_stacks") if answer is not None else None
+        if answer is not None and answer.get("warm_policies") and stack in (stacks or ()):
             break
         time.sleep(0.05)
     else:
