@@ -288,9 +288,7 @@ class ChainVerifier:
             or not isinstance(stored := record.get("hash"), str)
         ):
             return self.feed(line)
-        digest = hashlib.sha256(memoryview(line.raw)[: tail.start(3) - len(_HASH_TAIL)])
-        digest.update(b"}")
-        if digest.hexdigest().encode() != tail[3]:
+        if _digest(memoryview(line.raw)[: tail.start(3) - len(_HASH_TAIL)], None) != tail[3]:
             return self.feed(line)
         report = self.report
         report.lines += 1
