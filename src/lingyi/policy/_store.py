@@ -10,6 +10,7 @@ allow_weakening``, so a restart is no way around them either.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -127,10 +128,16 @@ def refuse_weaker(
 ) -> None:
     """Refuse to start on policies weaker than ``baseline`` (the shipped ones): the first
     problem, saying how many more there are, as a load error does."""
-    shipped = load_policies(baseline)
+    shipped = _baseline(str(baseline))
     found = start_weakenings(shipped, policies, allow, judge_on_fail=judge_on_fail)
     if not found:
         return
     first, more = found[0], len(found) - 1
     note = f" (and {more} more: lingyi policy check lists them all)" if more else ""
     raise PolicyError(first.path, first.key, first.message + note)
+
+
+@functools.lru_cache(maxsize=2)
+def _baseline(folder: str) -> PolicySet:
+    """The shipped policies, loaded once a process: they are part of the installed package."""
+    return load_policies(Path(folder))
