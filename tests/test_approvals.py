@@ -414,12 +414,12 @@ def test_approve_call_is_refused_without_an_approvers_token(tmp_path: Path) -> N
 APPROVER_TOKENS = """
 [[server.tokens]]
 name = "ops"
-token = "tok-ops"
+token = "tok-ops-0123456789abcdef0123456789"
 members = ["lingresearch"]
 
 [[server.tokens]]
 name = "ops-flow"
-token = "tok-ops-flow"
+token = "tok-ops-flow-0123456789abcdef0123456789"
 members = ["lingflow"]
 
 [approvals]
@@ -435,24 +435,31 @@ def test_an_approvers_token_approves_over_http_but_never_its_own_request(
     灵通's same call then really commits."""
     from tests.test_server_http import TOKENS, client, with_server
 
-    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow")
+    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow-0123456789abcdef0123456789")
     dep = approval_deployment(tmp_path / "d", "en", TOKENS + APPROVER_TOKENS)
     head = stage(dep)
     out: dict[str, Any] = {}
 
     async def body(url: str) -> None:
-        async with client(url, "tok-flow") as flow:
+        async with client(url, "tok-flow-0123456789abcdef0123456789") as flow:
             pending = await call(flow, "git_commit", commit_args(dep))
             ident = {"id": pending["approval"]["id"]}
-            for token in ("tok-desktop", "tok-ops-flow", "tok-ops"):
+            for token in (
+                "tok-desktop-0123456789abcdef0123456789",
+                "tok-ops-flow-0123456789abcdef0123456789",
+                "tok-ops-0123456789abcdef0123456789",
+            ):
                 async with client(url, token) as approver:
                     out[token] = await call(approver, "approve_call", ident)
             out["again"] = await call(flow, "git_commit", commit_args(dep))
 
     with_server(dep, body)
-    assert out["tok-desktop"]["code"] == "approval.not_approver"
-    assert out["tok-ops-flow"]["code"] == "approval.own_request"
-    assert out["tok-ops"]["ok"] and out["tok-ops"]["approval"]["status"] == "approved"
+    assert out["tok-desktop-0123456789abcdef0123456789"]["code"] == "approval.not_approver"
+    assert out["tok-ops-flow-0123456789abcdef0123456789"]["code"] == "approval.own_request"
+    assert (
+        out["tok-ops-0123456789abcdef0123456789"]["ok"]
+        and out["tok-ops-0123456789abcdef0123456789"]["approval"]["status"] == "approved"
+    )
     assert out["again"]["decision"] == "approved" and git(dep.repo, "rev-parse", "HEAD") != head
     approved = [r for r in approvals_in(dep) if r["event"] == "approved"]
     assert [r["by"] for r in approved] == ["token:ops"]

@@ -107,7 +107,7 @@ def test_show_prints_each_value_with_its_origin_and_never_a_token(
         isolated / "lingyi.toml",
         f'[paths]\nvalidators = "{(shipped / "validators").as_posix()}"\n'
         f'knowledge_base = "{(shipped / "kb").as_posix()}"\n'
-        '[[server.tokens]]\nname = "desk"\ntoken = "s3cret-value"\n',
+        '[[server.tokens]]\nname = "desk"\ntoken = "s3cret-value-0123456789abcdef0123"\n',
     )
     monkeypatch.setenv("LINGYI_LOG", str(isolated / "l.jsonl"))
     assert main(["--config", str(config), "config", "show"]) == 0

@@ -267,12 +267,18 @@ def test_the_capability_is_declared(dep: Deployment, mode: str) -> None:
 
 @pytest.fixture
 def http_dep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Deployment:
-    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow")
+    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow-0123456789abcdef0123456789")
     return git_deployment(tmp_path / "deploy", TOKENS + fake_upstream(timeout_s=10), POLICIES)
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("token", "sees"), [("tok-flow", True), ("tok-desktop", False)])
+@pytest.mark.parametrize(
+    ("token", "sees"),
+    [
+        ("tok-flow-0123456789abcdef0123456789", True),
+        ("tok-desktop-0123456789abcdef0123456789", False),
+    ],
+)
 def test_over_http_an_added_tool_appears_only_for_its_member(
     http_dep: Deployment, mode: str, token: str, sees: bool
 ) -> None:
@@ -284,7 +290,9 @@ def test_over_http_an_added_tool_appears_only_for_its_member(
         watch = Watch()
         legacy = {"message_handler": watch.handler} if mode == "legacy" else {}
         async with AsyncExitStack() as stack:
-            flow = await stack.enter_async_context(client(url, "tok-flow"))
+            flow = await stack.enter_async_context(
+                client(url, "tok-flow-0123456789abcdef0123456789")
+            )
             other = await stack.enter_async_context(client(url, token, mode, **legacy))
             if mode != "legacy":
                 await _listen(other, watch, stack)

@@ -19,13 +19,16 @@ from tests.test_server_http import TOKENS, client, with_server
 
 @pytest.fixture
 def dep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Deployment:
-    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow")
+    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow-0123456789abcdef0123456789")
     return git_deployment(tmp_path / "deploy", TOKENS)
 
 
 @pytest.mark.parametrize(
     ("token", "sees_git"),
-    [("tok-flow", True), ("tok-desktop", False)],
+    [
+        ("tok-flow-0123456789abcdef0123456789", True),
+        ("tok-desktop-0123456789abcdef0123456789", False),
+    ],
 )
 def test_tools_list_follows_the_callers_token(dep: Deployment, token: str, sees_git: bool) -> None:
     """灵通's token lists git.git_commit; a token for 灵依 and 灵知 does not, nor 灵通's
@@ -45,7 +48,10 @@ def test_tools_list_follows_the_callers_token(dep: Deployment, token: str, sees_
 
 @pytest.mark.parametrize(
     ("token", "decision", "committed"),
-    [("tok-flow", "approved", True), ("tok-desktop", "rejected", False)],
+    [
+        ("tok-flow-0123456789abcdef0123456789", "approved", True),
+        ("tok-desktop-0123456789abcdef0123456789", "rejected", False),
+    ],
 )
 def test_a_commit_through_http_is_made_only_for_the_owners_token(
     dep: Deployment, token: str, decision: str, committed: bool

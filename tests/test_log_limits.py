@@ -199,13 +199,13 @@ def test_the_recent_resource_returns_its_records_over_http(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same over Streamable HTTP on loopback, with a token."""
-    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow")
+    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow-0123456789abcdef0123456789")
     dep = deploy(tmp_path / "deploy", TOKENS)
     huge_log(dep.log, last=True)
     texts: list[str] = []
 
     async def body(url: str) -> None:
-        async with client(url, "tok-desktop") as mcp:
+        async with client(url, "tok-desktop-0123456789abcdef0123456789") as mcp:
             texts.append((await mcp.read_resource("lingyi://log/recent")).contents[0].text)
 
     with_server(dep, body)

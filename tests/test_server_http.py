@@ -37,7 +37,7 @@ host = "127.0.0.1"
 
 [[server.tokens]]
 name = "desktop"
-token = "tok-desktop"
+token = "tok-desktop-0123456789abcdef0123456789"
 members = ["lingyi", "lingzhi"]
 
 [[server.tokens]]
@@ -95,7 +95,7 @@ def with_server(dep: Deployment, body: Body) -> None:
 
 @pytest.fixture
 def dep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Deployment:
-    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow")
+    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow-0123456789abcdef0123456789")
     return deploy(tmp_path / "deploy", TOKENS)
 
 
@@ -110,9 +110,27 @@ async def raw_post(url: str, headers: dict[str, str]) -> int:
     [
         ({}, 401),
         ({"Authorization": "Bearer wrong"}, 401),
-        ({"Authorization": "Bearer tok-desktop", "Origin": "http://evil.example"}, 403),
-        ({"Authorization": "Bearer tok-desktop", "Host": "evil.example"}, 421),
-        ({"Authorization": "Bearer tok-desktop", "Host": "localhost:1"}, 421),
+        (
+            {
+                "Authorization": "Bearer tok-desktop-0123456789abcdef0123456789",
+                "Origin": "http://evil.example",
+            },
+            403,
+        ),
+        (
+            {
+                "Authorization": "Bearer tok-desktop-0123456789abcdef0123456789",
+                "Host": "evil.example",
+            },
+            421,
+        ),
+        (
+            {
+                "Authorization": "Bearer tok-desktop-0123456789abcdef0123456789",
+                "Host": "localhost:1",
+            },
+            421,
+        ),
     ],
 )
 def test_http_refuses_missing_tokens_foreign_origins_and_bad_hosts(
@@ -135,8 +153,16 @@ def test_http_accepts_a_token_and_allowed_origin(dep: Deployment) -> None:
 
     async def body(url: str) -> None:
         origin = url.rsplit("/", 1)[0]
-        out.append(await raw_post(url, {"Authorization": "Bearer tok-desktop", "Origin": origin}))
-        async with client(url, "tok-desktop") as mcp:
+        out.append(
+            await raw_post(
+                url,
+                {
+                    "Authorization": "Bearer tok-desktop-0123456789abcdef0123456789",
+                    "Origin": origin,
+                },
+            )
+        )
+        async with client(url, "tok-desktop-0123456789abcdef0123456789") as mcp:
             out.append({t.name for t in (await mcp.list_tools()).tools})
             out.append(await mcp.call_tool("search_knowledge", {"query": "气功"}))
 
@@ -149,14 +175,14 @@ def test_http_accepts_a_token_and_allowed_origin(dep: Deployment) -> None:
 @pytest.mark.parametrize(
     ("token", "tool", "args", "decision", "code"),
     [
-        ("tok-desktop", "search_knowledge", {"query": "庄子"}, "approved", None),
-        ("tok-desktop", "git_branch", {"repo_path": "council-app", "name": "x"}, "rejected", "auth.member_bound"),
-        ("tok-flow", "git_branch", {"repo_path": "council-app", "name": "x"}, "approved", None),
-        ("tok-flow", "search_knowledge", {"query": "庄子"}, "rejected", "auth.member_bound"),
-        ("tok-desktop", "verify_assertion", {"member": "灵依", "type": "communication", "content": "用户说下周一之前要看到报告"}, "approved", None),
-        ("tok-desktop", "verify_assertion", {"member": "LingFlow", "type": "fact", "content": "The release is done"}, "rejected", "auth.member_bound"),
-        ("tok-desktop", "verify_assertion", {"member": "nobody", "type": "fact", "content": "hi"}, "rejected", "auth.member_bound"),
-        ("tok-flow", "post_council_message", {"member": "lingresearch", "content": "Dataset v3 is done"}, "rejected", "auth.member_bound"),
+        ("tok-desktop-0123456789abcdef0123456789", "search_knowledge", {"query": "庄子"}, "approved", None),
+        ("tok-desktop-0123456789abcdef0123456789", "git_branch", {"repo_path": "council-app", "name": "x"}, "rejected", "auth.member_bound"),
+        ("tok-flow-0123456789abcdef0123456789", "git_branch", {"repo_path": "council-app", "name": "x"}, "approved", None),
+        ("tok-flow-0123456789abcdef0123456789", "search_knowledge", {"query": "庄子"}, "rejected", "auth.member_bound"),
+        ("tok-desktop-0123456789abcdef0123456789", "verify_assertion", {"member": "灵依", "type": "communication", "content": "用户说下周一之前要看到报告"}, "approved", None),
+        ("tok-desktop-0123456789abcdef0123456789", "verify_assertion", {"member": "LingFlow", "type": "fact", "content": "The release is done"}, "rejected", "auth.member_bound"),
+        ("tok-desktop-0123456789abcdef0123456789", "verify_assertion", {"member": "nobody", "type": "fact", "content": "hi"}, "rejected", "auth.member_bound"),
+        ("tok-flow-0123456789abcdef0123456789", "post_council_message", {"member": "lingresearch", "content": "Dataset v3 is done"}, "rejected", "auth.member_bound"),
     ],
 )  # fmt: skip
 def test_tokens_speak_only_for_their_members(
@@ -182,11 +208,11 @@ def test_http_sessions_keep_their_own_evidence(dep: Deployment) -> None:
     decisions: list[str] = []
 
     async def body(url: str) -> None:
-        async with client(url, "tok-desktop", "legacy") as first:
+        async with client(url, "tok-desktop-0123456789abcdef0123456789", "legacy") as first:
             hits = (await first.call_tool("search_knowledge", {"query": "气功"})).structured_content
             cited = fact | {"evidence_ids": [hits["result"]["hits"][0]["id"]]}  # type: ignore[index]
             decisions.append(verdict(await first.call_tool("verify_assertion", cited))["decision"])
-        async with client(url, "tok-desktop", "legacy") as second:
+        async with client(url, "tok-desktop-0123456789abcdef0123456789", "legacy") as second:
             decisions.append(verdict(await second.call_tool("verify_assertion", cited))["decision"])
 
     with_server(dep, body)
@@ -220,7 +246,9 @@ def test_http_raw_arguments_are_logged_and_verdicts_reach_the_clients_log(dep: D
         logs.append((params.level, params.data["verification_id"]))
 
     async def body(url: str) -> None:
-        async with client(url, "tok-desktop", "legacy", logging_callback=on_log) as mcp:
+        async with client(
+            url, "tok-desktop-0123456789abcdef0123456789", "legacy", logging_callback=on_log
+        ) as mcp:
             await mcp.set_logging_level("info")
             out.append(await mcp.call_tool("search_knowledge", {"query": "气功", "limit": "lots"}))
             out.append(await mcp.call_tool("search_knowledge", {"query": "气功"}))

@@ -30,8 +30,8 @@ FACT = {"member": "lingzhi", "type": "fact", "content": "调息是气功的核�
 
 @pytest.fixture
 def dep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Deployment:
-    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow")
-    laptop = '\n[[server.tokens]]\nname = "laptop"\ntoken = "tok-laptop"\nmembers = ["lingzhi"]\n'
+    monkeypatch.setenv("LINGYI_TEST_FLOW_TOKEN", "tok-flow-0123456789abcdef0123456789")
+    laptop = '\n[[server.tokens]]\nname = "laptop"\ntoken = "tok-laptop-0123456789abcdef0123456789"\nmembers = ["lingzhi"]\n'
     return deploy(tmp_path / "deploy", TOKENS + laptop)
 
 
@@ -57,13 +57,29 @@ async def _cite(client: Client, evidence_id: str) -> str:
 # (first client, second client, the second's decision citing the first's evidence)
 SHARING = [
     # two stateless clients of one token: once one session, now two
-    (("tok-desktop", "auto", None), ("tok-desktop", "auto", None), "rejected"),
+    (
+        ("tok-desktop-0123456789abcdef0123456789", "auto", None),
+        ("tok-desktop-0123456789abcdef0123456789", "auto", None),
+        "rejected",
+    ),
     # asked to share, same token: shared on purpose
-    (("tok-desktop", "auto", "conv-1"), ("tok-desktop", "auto", "conv-1"), "approved"),
+    (
+        ("tok-desktop-0123456789abcdef0123456789", "auto", "conv-1"),
+        ("tok-desktop-0123456789abcdef0123456789", "auto", "conv-1"),
+        "approved",
+    ),
     # the same name under another token (one that may speak for 灵知 too) is another session
-    (("tok-desktop", "auto", "conv-1"), ("tok-laptop", "auto", "conv-1"), "rejected"),
+    (
+        ("tok-desktop-0123456789abcdef0123456789", "auto", "conv-1"),
+        ("tok-laptop-0123456789abcdef0123456789", "auto", "conv-1"),
+        "rejected",
+    ),
     # a stateful client asking to share with a stateless one
-    (("tok-desktop", "legacy", "conv-2"), ("tok-desktop", "auto", "conv-2"), "approved"),
+    (
+        ("tok-desktop-0123456789abcdef0123456789", "legacy", "conv-2"),
+        ("tok-desktop-0123456789abcdef0123456789", "auto", "conv-2"),
+        "approved",
+    ),
 ]
 
 
@@ -93,7 +109,7 @@ def test_a_stateless_request_is_its_own_session(dep: Deployment) -> None:
 
     async def body(url: str) -> None:
         for mode in ("auto", "legacy"):
-            async with http_client(url, "tok-desktop", mode) as client:
+            async with http_client(url, "tok-desktop-0123456789abcdef0123456789", mode) as client:
                 found.append(await _cite(client, await _search(client)))
 
     _serve(dep, body)
@@ -119,10 +135,10 @@ def test_an_ended_http_session_is_dropped_and_counted(dep: Deployment) -> None:
     stats: list[dict[str, Any]] = []
 
     async def body(url: str) -> None:
-        async with http_client(url, "tok-desktop", "legacy") as a:
+        async with http_client(url, "tok-desktop-0123456789abcdef0123456789", "legacy") as a:
             await _search(a)
             stats.append(_ledger_stats(await a.call_tool("verification_stats", {})))
-        async with http_client(url, "tok-desktop") as b:
+        async with http_client(url, "tok-desktop-0123456789abcdef0123456789") as b:
             await _search(b)
             stats.append(_ledger_stats(await b.call_tool("verification_stats", {})))
 

@@ -53,12 +53,17 @@ def policy_folder(tmp_path: Path, name: str, extra: dict[str, str]) -> Path:
     return folder
 
 
-def config_for(tmp_path: Path, name: str, validators: Path, lang: str = "zh") -> Path:
+def config_for(
+    tmp_path: Path, name: str, validators: Path, lang: str = "zh", allow: str = ""
+) -> Path:
+    """``allow``: the check a shadow weakens, named in [policies] allow_weakening (a start
+    refuses an unnamed one, tests/test_security_weakening.py)."""
     path = tmp_path / f"{name}.toml"
+    allowed = f'[policies]\nallow_weakening = ["{allow}"]\n' if allow else ""
     path.write_text(
         f'language = "{lang}"\n[paths]\nvalidators = "{validators.as_posix()}"\n'
         f'knowledge_base = "{(ROOT / "src" / "lingyi" / "defaults" / "kb").as_posix()}"\n'
-        f'council = "{(tmp_path / f"{name}-council.jsonl").as_posix()}"\n',
+        f'council = "{(tmp_path / f"{name}-council.jsonl").as_posix()}"\n' + allowed,
         encoding="utf-8",
     )
     return path
@@ -212,7 +217,7 @@ def test_one_check_in_shadow_lets_its_failures_through(
     traffic = TRAFFIC[0] if lang == "zh" else TRAFFIC[1]
     rows = {}
     for name, policies in (("shipped", SHIPPED_POLICIES), ("one", folder)):
-        config = config_for(tmp_path, name, policies, lang)
+        config = config_for(tmp_path, name, policies, lang, allow="inference.labelled")
         out = run(config, tmp_path / f"{name}.jsonl", capsys, "replay", str(traffic))
         rows[name] = [json.loads(line) for line in out.splitlines()]
     moved = 0
@@ -390,7 +395,7 @@ def test_a_member_file_in_shadow_keeps_its_replacement_of_a_shared_check_enforci
     path.write_text('mode = "shadow"\n' + path.read_text(encoding="utf-8"), encoding="utf-8")
     entries = load_policies(folder).members["lingzhi"].checks
     assert [e.shadow for e in entries if e.check == "boundary.medical"] == [False]
-    config = config_for(tmp_path, "lingzhi-shadow", folder)
+    config = config_for(tmp_path, "lingzhi-shadow", folder, allow="domain.scope")
     verify = ["verify", "--member", "lingzhi", *args, "--json"]
     line = json.loads(run(config, tmp_path / "log.jsonl", capsys, *verify))
     assert line["decision"] == decision, line["reason"]

@@ -127,6 +127,14 @@ class PoliciesSection(_Strict):
         True,
         description="Refuse a validators folder without a shared file (_*.toml): without one, every check all members share is gone.",
     )
+    allow_weakening: list[str] = Field(
+        default_factory=list,
+        description="What this deployment weakens on purpose against the shipped policies: "
+        "the name of each check (boundary.medical), tools.<tool> for a tool's destructive or "
+        "approval setting, judge for the judge rules. A start on weaker policies not named "
+        "here is refused (file and key); docs/security.md lists what counts as weaker.",
+        examples=[["boundary.medical"]],
+    )
     cache: bool = Field(
         True,
         description="Keep what the TOML parser made of each policy and lexicon file in the user's cache ($XDG_CACHE_HOME/lingyi/policies, private to the user), keyed by the file's content, so a start skips parsing unchanged files; validation always runs in full.",
@@ -255,8 +263,46 @@ class TokenEntry(_Strict):
         default_factory=list, description="Members this token may speak for (empty: every member)."
     )
 
+    @field_validator("token")
+    @classmethod
+    def _long_enough(cls, token: str | None) -> str | None:
+        if token is not None and len(token) < MIN_TOKEN_CHARS:
+            raise ValueError(_SHORT)  # the key, never the value: errors reach terminals
+        return token
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TokenEntry:
+        if (self.env is None) == (self.token is None):
+            raise ValueError(f"token {self.name!r}: set env or token (one of them)")
+        return self
+
     def value(self) -> str | None:
         return os.environ.get(self.env) if self.env else self.token
+
+    def problem(self) -> str | None:
+        """Why this token cannot be used now (its variable unset or short), or None."""
+        if self.env is None:
+            return None  # an inline token was checked when the config loaded
+        value = os.environ.get(self.env)
+        if not value:
+            return f"token {self.name!r}: the environment variable {self.env} is not set"
+        if len(value) < MIN_TOKEN_CHARS:
+            return f"token {self.name!r}: the value of {self.env} is too short; {_SHORT}"
+        return None
+
+
+MIN_TOKEN_CHARS = 32  # a bearer token is the only thing between the network and the guard
+_SHORT = f"a token must be at least {MIN_TOKEN_CHARS} characters (e.g. `openssl rand -hex 32`)"
+
+
+def token_problems(raw: ConfigFile) -> list[Problem]:
+    """Each configured token that cannot be used now, with its key: ``serve --http`` refuses
+    to start on any (a token that failed to load must never leave members unauthenticated)."""
+    return [
+        Problem(f"server.tokens[{i}].env", why)
+        for i, entry in enumerate(raw.server.tokens)
+        if (why := entry.problem()) is not None
+    ]
 
 
 class ServerSection(_Strict):
@@ -273,7 +319,10 @@ class ServerSection(_Strict):
         description="Origin headers accepted over HTTP (empty: loopback origins with the port).",
     )
     tokens: list[TokenEntry] = Field(
-        default_factory=list, description="Bearer tokens; with none, HTTP serves loopback only."
+        default_factory=list,
+        description="Bearer tokens, at least 32 characters each; a token whose variable is "
+        "not set stops serve --http. With none configured, HTTP serves loopback only, with no "
+        "authentication.",
     )
 
 
@@ -724,9 +773,19 @@ def _parse(path: Path) -> ConfigFile:
         raw = ConfigFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigFileError(path, problems(exc, ConfigFile)) from exc
-    if found := _data_source_problems(raw):
+    if found := _data_source_problems(raw) + _token_name_problems(raw):
         raise ConfigFileError(path, found)
     return raw
+
+
+def _token_name_problems(raw: ConfigFile) -> list[Problem]:
+    """A second token of one name: the log and the approvals could not tell them apart."""
+    names = [t.name for t in raw.server.tokens]
+    return [
+        Problem(f"server.tokens[{i}].name", f"{name!r} is used twice; one token per name")
+        for i, name in enumerate(names)
+        if name in names[:i]
+    ]
 
 
 def _data_source_problems(raw: ConfigFile) -> list[Problem]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
 from lingyi.backends.kb import KnowledgeBase, open_kept
 from lingyi.checks._registry import Services
-from lingyi.config import Config
+from lingyi.config import Config, defaults_dir
 from lingyi.council import CouncilRecord, FileCouncil
 from lingyi.errors import PolicyError
 from lingyi.kinds import kind_of
@@ -71,6 +72,11 @@ def services_from(config: Config, lookups: dict[str, Lookup] | None = None) -> S
         lookups=lookups or {},
         max_text_chars=config.raw.limits.max_text_chars,
     )
+
+
+def shipped_policies() -> Path:
+    """The policies lingyi ships: what a deployment's policies may not be weaker than."""
+    return defaults_dir() / "validators"
 
 
 KB_TOOL = "search_knowledge"  # the tool the knowledge base serves; its domains are the KB's
@@ -147,6 +153,8 @@ class Guard:
                 require_shared=config.raw.policies.require_shared,
                 cache=config.raw.policies.cache,
                 judge_on_fail=OnFail(config.raw.judge.on_fail),
+                baseline=shipped_policies(),
+                allow_weakening=config.raw.policies.allow_weakening,
             ),
             council if council is not None else FileCouncil(config.council_path),
             services=services_from(config, lookups),

@@ -7,6 +7,11 @@ under an approval bound to the same member, token, tool, argument digest and pol
 not expired, used once. Without one, the person is asked through MCP elicitation when the
 client can be asked; otherwise the call is answered ``pending`` with an approval id, and
 nothing runs. Every step is an ``approval`` record in the log's chain.
+
+Asking the client that made the call is self-approval: the model's own client may answer.
+So when ``[approvals] approvers`` names tokens, the caller is never asked and an answer it
+sends anyway approves nothing (``approval.self_approval``, logged); an approver decides
+with ``lingyi approve ID`` or ``approve_call`` from its own session.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lingyi import messages
+from lingyi._logging import get_logger
 from lingyi.approvals._book import Book, Clock, Request, shown_args, utc_clock
 from lingyi.approvals._elicit import Answer, Asker, asker
 from lingyi.approvals._state import Approval, Binding, args_digest
@@ -29,6 +35,8 @@ if TYPE_CHECKING:
     from lingyi.server.app import Caller
 
 PENDING = "approval.pending"
+SELF_APPROVAL = "approval.self_approval"  # the caller answered its own request: not approved
+log = get_logger()
 
 
 def uncertain_codes(result: VerificationResult) -> list[str]:
@@ -96,6 +104,8 @@ class ApprovalGate:
             if (usable := self._usable(approvals, binding)) is not None:
                 self.book.event(usable, "used", verification_id=result.id)
                 return None
+            if self.settings.approvers:  # a person other than the caller decides
+                return self._pending(held, approvals, self._self_answer(held, ask))
             if ask is None:
                 return self._pending(held, approvals)
             # The retry of a call that asked (2026-07-28): the answer is checked and used in
@@ -129,6 +139,20 @@ class ApprovalGate:
         if approval.status != "pending" or approval.binding != held.binding:
             return None
         return (approval, found[1]) if approval.live_at(self.book.now()) else None
+
+    def _self_answer(self, held: Held, ask: Asker | None) -> str | None:
+        """With approvers named, the caller is never asked; an answer it sends anyway (a
+        retry carrying one) approves nothing: logged, and the reply says who decides."""
+        found = ask.answered() if ask is not None else None
+        if found is None:
+            return None
+        log.warning(
+            "approval.self_approval",
+            approval_id=found[0],
+            principal=held.binding.principal,
+            session=held.caller.session,
+        )
+        return self._text(held.lang, "approval.self_approval.fail", tool=held.call.name)
 
     def _usable(self, approvals: dict[str, Approval], binding: Binding) -> Approval | None:
         now = self.book.now()
@@ -188,11 +212,15 @@ class ApprovalGate:
 
     # -- pending ------------------------------------------------------------------------
 
-    def _pending(self, held: Held, approvals: dict[str, Approval]) -> Reply:
-        """The same call's live request again, a standing refusal, or a new request."""
+    def _pending(
+        self, held: Held, approvals: dict[str, Approval], self_answer: str | None = None
+    ) -> Reply:
+        """The same call's live request again, a standing refusal, or a new request
+        (``self_answer``: why the caller's own answer to it approved nothing)."""
         now = self.book.now()
         same = [a for a in approvals.values() if a.binding == held.binding]
-        notes: list[str] = []
+        notes: list[str] = [self_answer] if self_answer else []
+        mine = [SELF_APPROVAL] if self_answer else []
         for old in same:
             if old.expired_at(now):
                 self.book.event(old, "expired", by="lingyi")
@@ -201,7 +229,7 @@ class ApprovalGate:
                 )
         waiting = [a for a in same if a.via == "pending" and a.status == "pending"]
         if waiting:
-            return self._waiting(held, waiting[-1], ["approval.pending"])
+            return self._waiting(held, waiting[-1], [PENDING, *mine], notes[: len(mine)])
         refused = [
             a for a in same if a.via == "pending" and a.status == "refused" and now < a.expires
         ]
@@ -210,7 +238,8 @@ class ApprovalGate:
             return self._refused(
                 held, refused[-1], str(last.get("by")), str(last.get("reason") or "")
             )
-        codes = [PENDING, *(["approval.expired"] if notes else [])]
+        expired = len(notes) > len(mine)
+        codes = [PENDING, *mine, *(["approval.expired"] if expired else [])]
         changed = self._changed(held, approvals, now)
         if changed is not None:
             code, old = changed
@@ -246,8 +275,13 @@ class ApprovalGate:
             expires=approval.expires,
         )
         reason = "; ".join([f"[{PENDING}] {text}", *(notes or [])])
-        hint = self._text(held.lang, "approval.pending.hint", id=approval.id)
+        hint = self._text(held.lang, self._pending_hint(), id=approval.id)
         return self._reply(held, approval, "pending", codes, reason, hint)
+
+    def _pending_hint(self) -> str:
+        if self.settings.approvers:
+            return "approval.pending.approvers_hint"
+        return "approval.pending.hint"
 
     def _refused(self, held: Held, approval: Approval, by: str, reason: str) -> Reply:
         text = self._text(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lingyi.cli._app import EXIT_OK, App, Group, cli, entry, json_option
-from lingyi.config import Config, Origin
+from lingyi.config import Config, Origin, token_problems
 from lingyi.errors import LingyiError
 from lingyi.guard import open_kb
 from lingyi.log.setup import checkpoints_skipped, log_keys
@@ -72,11 +72,19 @@ def config_view(config: Config) -> dict[str, Any]:
             "host": raw.server.host,
             "port": raw.server.port,
             "tokens": [t.name for t in raw.server.tokens],
+            "token_problems": [p.__dict__ for p in token_problems(raw)],
         },
+        "approvals": _approvals(config),
         "judge": {"enabled": raw.judge.enabled, "model": raw.judge.model},
         "log": _log_guarantees(config),
         "settings": settings,
     }
+
+
+def _approvals(config: Config) -> dict[str, Any]:
+    """Who may approve a held call: named approvers, or (none named) the caller itself."""
+    approvers = config.raw.approvals.approvers
+    return {"approvers": approvers, "self_approval": not approvers}
 
 
 def _log_guarantees(config: Config) -> dict[str, Any]:
@@ -147,11 +155,31 @@ def view_text(app: App, view: dict[str, Any]) -> str:
         f"{'language':<15} {view['language']}",
         f"{'timezone':<15} {view['timezone'] or '(the machine zone)'}",
         f"{'data sources':<15} {', '.join(view['data_sources']) or '-'}",
-        f"{'server':<15} {server['host']}:{server['port']}, {len(server['tokens'])} token(s)",
+        *_server_text(app, server),
+        _approvals_text(view["approvals"]),
         f"{'judge':<15} {('on, ' + judge['model']) if judge['enabled'] else 'off'}",
         *_log_text(app, view["log"]),
     ]
     return "\n".join(lines)
+
+
+def _server_text(app: App, server: dict[str, Any]) -> list[str]:
+    where = f"{'server':<15} {server['host']}:{server['port']}"
+    if not server["tokens"]:
+        return [f"{where}, no tokens (HTTP: loopback only, no authentication)"]
+    lines = [f"{where}, {len(server['tokens'])} token(s)"]
+    bad = app.paint("UNUSABLE", fg="red", bold=True)
+    lines += [f"{'':<15} {bad}: {p['key']}: {p['message']}" for p in server["token_problems"]]
+    return lines
+
+
+def _approvals_text(approvals: dict[str, Any]) -> str:
+    if approvals["self_approval"]:
+        return (
+            f"{'approvers':<15} none: a held call is approved by whoever made it "
+            "(self-approval; set [approvals] approvers)"
+        )
+    return f"{'approvers':<15} {', '.join(approvals['approvers'])} (never their own calls)"
 
 
 def _log_text(app: App, log: dict[str, Any]) -> list[str]:

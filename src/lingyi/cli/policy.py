@@ -7,6 +7,7 @@ policies run them in and their parameters.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,14 @@ from lingyi.cli._app import (
     json_option,
 )
 from lingyi.cli._reference import check_entries
-from lingyi.config import Config
+from lingyi.config import Config, token_problems
 from lingyi.config_paths import path_problems
-from lingyi.errors import LingyiError
+from lingyi.errors import LingyiError, PolicyError
+from lingyi.guard import shipped_policies
+from lingyi.models import OnFail
 from lingyi.policy import PolicySet, load_policies
 from lingyi.policy._load import policy_errors, policy_files
+from lingyi.policy._weakening import start_weakenings
 
 
 @cli.group("policy", cls=Group, short_help="Member policies: validate them, list the checks.")
@@ -48,7 +52,8 @@ def policy_check(app: App, folder: Path | None, as_json: bool) -> int:
     folder = folder if folder is not None else config.validators_dir
     required = config.raw.policies.require_shared
     items = [i for e in policy_errors(folder, require_shared=required) for i in error_items(e)]
-    items += _path_items(config)
+    items += _path_items(config) + _who_items(config, folder, required)
+    items += [i for e in _weaker(config, folder, required) for i in error_items(e)]
     for path, why in policy_files(folder)[1].items() if folder.is_dir() else []:
         app.err(f"  {path}: {why}")
     if items:
@@ -90,6 +95,34 @@ def _path_items(config: Config) -> list[dict[str, Any]]:
     return [
         {"kind": "path", "file": str(config.source), "key": p.key, "message": p.message}
         for p in path_problems(config)
+    ]
+
+
+def _weaker(config: Config, folder: Path, required: bool) -> list[PolicyError]:
+    """What the folder weakens against the shipped policies and the config does not allow
+    (a start refuses the first of these)."""
+    shipped = shipped_policies()
+    if folder.resolve() == shipped.resolve():
+        return []
+    try:
+        policies = load_policies(folder, require_shared=required)
+    except LingyiError:
+        return []  # its problems are listed already
+    allow = config.raw.policies.allow_weakening
+    judge_on_fail = OnFail(config.raw.judge.on_fail)
+    return start_weakenings(load_policies(shipped), policies, allow, judge_on_fail=judge_on_fail)
+
+
+def _who_items(config: Config, folder: Path, required: bool) -> list[dict[str, Any]]:
+    """Tokens that cannot be used, and members of tokens and upstreams no policy knows."""
+    from lingyi.server.auth import member_problems  # the MCP SDK: only for this check
+
+    found = token_problems(config.raw)
+    with contextlib.suppress(LingyiError):  # policy problems are listed already
+        found += member_problems(config, load_policies(folder, require_shared=required))
+    return [
+        {"kind": "config", "file": str(config.source), "key": p.key, "message": p.message}
+        for p in found
     ]
 
 

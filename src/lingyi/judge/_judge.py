@@ -17,6 +17,11 @@ outcome                    when                                         effect
 ``unavailable``            no key, budget spent, too busy               ``on_error``
 =========================  ===========================================  ==================
 
+A destructive call's pre-flight review is the exception: without a verdict (``grader_error``
+or ``unavailable``) the call is refused, code ``judge.unavailable``, whatever ``on_error`` and
+the rule's ``on_fail`` say, with what would let the review happen (retry later, raise
+``max_in_flight``, set the key): a busy or broken judge must not wave a push through.
+
 A rule's scored signals are passed or failed by the policy's thresholds, not by the model: a
 ``satisfied`` verdict with a score outside its threshold is ``needs_revision``, and a
 ``needs_revision`` whose criteria and scores all pass is ``satisfied``. The scores, thresholds
@@ -48,7 +53,10 @@ from lingyi.judge._prompt import Request, build_request
 from lingyi.judge._runner import Busy, JudgeLoop
 from lingyi.judge._verdict import Malformed, Verdict, parse
 from lingyi.log.records import JUDGE_TRACE as TRACE
-from lingyi.models import Assertion, CheckResult, Stage
+from lingyi.models import Assertion, CheckResult, OnFail, Stage
+
+UNAVAILABLE = "judge.unavailable"  # a destructive call refused for want of a verdict
+_PREFLIGHT_FIXES = ("busy", "no_api_key", "budget_session", "budget_day", "timeout")
 
 
 @dataclass(frozen=True)
@@ -253,11 +261,22 @@ class Judge:
             reason = _text(run, "malformed", problem=problem.why)
             redo = _text(run, "malformed_hint")
             return _finish(run, "malformed", False, reason, redo, True, malformed=problem.code)
-        passed = run.plan.on_error == "pass"
         why = self._why(run, problem.why)
+        if run.plan.kind == "destructive":  # never on_error: the review is the safeguard
+            return self._no_preflight(run, problem, why)
+        passed = run.plan.on_error == "pass"
         reason = _text(run, problem.outcome, why=why)
         hint = None if passed else _text(run, "unavailable_hint")
         return _finish(run, problem.outcome, passed, reason, hint, True)
+
+    def _no_preflight(self, run: Run, problem: Problem, why: str) -> CheckResult:
+        """A destructive call the judge could not review is refused, whatever ``on_error``
+        and the rule's ``on_fail`` say, with what would let the review happen."""
+        reason = _text(run, "preflight_unavailable", why=why)
+        fix = problem.why if problem.why in _PREFLIGHT_FIXES else "other"
+        hint = _text(run, f"preflight_fix.{fix}", env=self.config.api_key_env)
+        result = _finish(run, problem.outcome, False, reason, hint, True)
+        return result.model_copy(update={"code": UNAVAILABLE, "on_fail": OnFail.REJECT})
 
     def _why(self, run: Run, why: str) -> str:
         if why.startswith("http_"):

@@ -69,6 +69,9 @@ def _compare(
     if STRENGTH[new] < STRENGTH[old]:
         what = f"soften the judge rule {now.source!r} (on_fail {old.value} → {new.value})"
         found.append((now.path, f"{now.key}.on_fail", what))
+    if was.on_error == "fail" and now.on_error != "fail":
+        what = f"let the judge rule {now.source!r} pass without a verdict (on_error fail → pass)"
+        found.append((now.path, f"{now.key}.on_error", what))
     for name in was.signals:
         found += _signal(before, after, was, now, name)
     return found

@@ -1,33 +1,30 @@
 """The current policy set, reloaded when a policy file changes.
 
 A reload that fails keeps the last good set (the guard must not switch off because someone
-saved a typo), and so does a reload that validates but would weaken the guard while it runs:
-drop a shared check or a boundary check from a member, narrow the inputs either runs on (its
-``types`` or ``tools``), soften either's ``on_fail``, take a judge rule away or soften it, loosen
-a scored signal's threshold (:mod:`._judge_weakening`), or hand a tool to another member. Each
-is logged with the file and key; a restart applies such a change on purpose (start-up has
-nothing to compare against, and every rule of the loader holds).
+saved a typo), and so does a reload that validates but would weaken the guard while it runs
+(:mod:`._weakening` says what weakens it). Each is logged with the file and key. A start
+applies the same rules against a baseline, the shipped policies (``baseline``): a weaker
+folder does not start unless the config names each weakened check in ``[policies]
+allow_weakening``, so a restart is no way around them either.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lingyi._logging import get_logger
 from lingyi.errors import PolicyError
-from lingyi.models import AssertionType, OnFail, Stage
-from lingyi.policy._judge_weakening import STRENGTH as _STRENGTH
-from lingyi.policy._judge_weakening import Case, cases, judge_weakenings
+from lingyi.models import OnFail
 from lingyi.policy._load import ignored_reason, load_policies
-from lingyi.policy._model import MemberPolicy, PolicySet
+from lingyi.policy._model import PolicySet
+from lingyi.policy._weakening import start_weakenings, weakenings
 
 log = get_logger()
-
-_RESTART = "refused: the last good policies stay (restart the server to apply it on purpose)"
 
 
 class PolicyStore:
@@ -41,6 +38,8 @@ class PolicyStore:
         require_shared: bool = True,
         cache: bool = True,
         judge_on_fail: OnFail = OnFail.REJECT,
+        baseline: Path | None = None,
+        allow_weakening: Sequence[str] = (),
     ) -> None:
         self.folder = folder
         # What a judge rule without on_fail does (the config's [judge] on_fail): a reload that
@@ -53,6 +52,8 @@ class PolicyStore:
         self._lock = threading.Lock()
         self._stamp = self._fingerprint()
         self._set = load_policies(folder, require_shared=require_shared, cache=cache)
+        if baseline is not None and baseline.resolve() != folder.resolve():
+            refuse_weaker(self._set, baseline, allow_weakening, judge_on_fail)
         self._checked = time.monotonic()
         # The gateway merges its upstreams' tool schemas into each loaded set (see extend).
         self._extend: Callable[[PolicySet], PolicySet] | None = None
@@ -122,95 +123,21 @@ class PolicyStore:
             log.info("policies reloaded", version=reloaded.version)
 
 
-def weakenings(
-    old: PolicySet, new: PolicySet, *, judge_on_fail: OnFail = OnFail.REJECT
-) -> list[PolicyError]:
-    """What a reload from ``old`` to ``new`` would take away from the guard, each naming the
-    file and key that did it and the members it touches (empty: the reload may apply)."""
-    found: dict[tuple[str, str, str], list[str]] = {}
-    for member_id, before in old.members.items():
-        after = new.members.get(member_id)
-        if after is None:  # a member removed is unknown from now on: rejected, not weaker
-            continue
-        checks = _guarded_checks(old, new, before, after)
-        for where, key, what in checks + judge_weakenings(before, after, judge_on_fail):
-            found.setdefault((where, key, what), []).append(after.id)
-    merged = [
-        PolicyError(where, key, f"the reload would {what} of {', '.join(members)}; {_RESTART}")
-        for (where, key, what), members in found.items()
-    ]
-    return merged + _new_owners(old, new)
+def refuse_weaker(
+    policies: PolicySet, baseline: Path, allow: Sequence[str], judge_on_fail: OnFail
+) -> None:
+    """Refuse to start on policies weaker than ``baseline`` (the shipped ones): the first
+    problem, saying how many more there are, as a load error does."""
+    shipped = _baseline(str(baseline))
+    found = start_weakenings(shipped, policies, allow, judge_on_fail=judge_on_fail)
+    if not found:
+        return
+    first, more = found[0], len(found) - 1
+    note = f" (and {more} more: lingyi policy check lists them all)" if more else ""
+    raise PolicyError(first.path, first.key, first.message + note)
 
 
-def _strongest(
-    member: MemberPolicy, old: PolicySet, inputs: list[Case]
-) -> dict[str, dict[Case, int]]:
-    """The shared and boundary checks of ``member``: for each, the inputs (type and tool) it
-    runs on, with the strongest ``on_fail`` of its entries on each (a check may have several
-    entries, e.g. ``pre.content`` with one length for answers and one for the rest)."""
-    found: dict[str, dict[Case, int]] = {}
-    for entry in member.checks:
-        if entry.check in old.shared or entry.stage is Stage.BOUNDARY:
-            # A check put in shadow blocks nothing any more: as soft as a warning.
-            strength = _STRENGTH[OnFail.WARN if entry.shadow else entry.on_fail]
-            cases = found.setdefault(entry.check, {})
-            for case in inputs:
-                if entry.applies(*case):
-                    cases[case] = max(cases.get(case, 0), strength)
-    return found
-
-
-def _guarded_checks(
-    old: PolicySet, new: PolicySet, before: MemberPolicy, after: MemberPolicy
-) -> list[tuple[str, str, str]]:
-    """(file, key, what) for each shared or boundary check of one member dropped, narrowed
-    (no longer run on some type or tool it ran on) or softened."""
-    inputs = cases(before, after)
-    was, now = _strongest(before, old, inputs), _strongest(after, old, inputs)
-    found = []
-    for check, ran in sorted(was.items()):
-        kind = "shared" if check in old.shared else "boundary"
-        left = now.get(check, {})
-        own = check in after.disabled  # the member's own entry replaced the shared one
-        where = after.source if own else new.shared.get(check, after.source)
-        if not left:
-            where, key = _where_dropped(old, new, after, check)
-            found.append((where, key, f"drop the {kind} check {check!r}"))
-        elif lost := [case for case in ran if case not in left]:
-            found.append((where, "checks", f"narrow the {kind} check {check!r} ({_lost(lost)})"))
-        elif any(left[case] < strength for case, strength in ran.items()):
-            found.append((where, "checks", f"soften the {kind} check {check!r}"))
-    return found
-
-
-def _lost(lost: list[Case]) -> str:
-    """The inputs a narrowed check no longer runs on, by type (with the tools when only some
-    calls of that type are lost), in the order of the types."""
-    parts = []
-    for type_ in AssertionType:
-        tools = [tool for t, tool in lost if t is type_]
-        if tools:
-            calls = ", ".join(tool for tool in tools if tool is not None)
-            parts.append(f"{type_.value} ({calls})" if None not in tools and calls else type_.value)
-    return "no longer on " + "; ".join(parts)
-
-
-def _where_dropped(
-    old: PolicySet, new: PolicySet, after: MemberPolicy, check: str
-) -> tuple[str, str]:
-    """The file and key that dropped ``check``: the member's ``disable``, the shared file (its
-    entries gone, or narrowed to inputs this member never sends), or the member's own checks."""
-    if check in after.disabled:
-        return after.source, "disable"
-    return new.shared.get(check) or old.shared.get(check, after.source), "checks"
-
-
-def _new_owners(old: PolicySet, new: PolicySet) -> list[PolicyError]:
-    found = []
-    for member in new.members.values():
-        for tool in member.tools:
-            before = old.tool_owner(tool)
-            if before is not None and before.id != member.id:
-                message = f"the reload would give {tool!r} to {member.id} (it was {before.id}'s)"
-                found.append(PolicyError(member.source, f"tools.{tool}", f"{message}; {_RESTART}"))
-    return found
+@functools.lru_cache(maxsize=2)
+def _baseline(folder: str) -> PolicySet:
+    """The shipped policies, loaded once a process: they are part of the installed package."""
+    return load_policies(Path(folder))

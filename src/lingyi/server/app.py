@@ -42,7 +42,7 @@ from lingyi.backends.kb import KnowledgeBase
 from lingyi.backends.traces import TraceBackend
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
-from lingyi.errors import BackendError, LogError
+from lingyi.errors import BackendError, ConfigError, LogError
 from lingyi.guard import Guard, kb_lookup, open_kb
 from lingyi.ledger import Ledger, LedgerLimits
 from lingyi.log.records import OutcomeRecord
@@ -57,7 +57,7 @@ from lingyi.models import (
 )
 from lingyi.policy import MemberPolicy, PolicySet
 from lingyi.redact import clip, redact_text
-from lingyi.server.auth import principal_of
+from lingyi.server.auth import check_members, principal_of
 from lingyi.server.sessions import http_session
 from lingyi.server.wire import (
     Executed,
@@ -184,6 +184,11 @@ class GuardApp:
             lookups={"knowledge_base": kb_lookup(lambda: self.kb, url_base=base)},  # active
         )
         self.ledger = Ledger(ledger_limits(config))
+        try:
+            check_members(config, self.policies)  # before any upstream starts
+        except ConfigError:
+            self.guard.close()
+            raise
         self.gateway = _gateway(self, config)
         self.data = DataRegistry(_data_sources(config), config.data_roots)
         from lingyi.approvals import ApprovalGate  # imports the wire, which imports us

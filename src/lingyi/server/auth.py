@@ -17,21 +17,21 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 
-from lingyi._logging import get_logger
-from lingyi.config import Config, TokenEntry
+from lingyi._validation import Problem
+from lingyi.config import Config, ConfigFileError, TokenEntry, token_problems
 from lingyi.models import Principal
-
-log = get_logger()
+from lingyi.policy import PolicySet
+from lingyi.policy.closest import closest
 
 
 class StaticTokens:
-    """Bearer tokens from config; each is bound to the members it may speak for."""
+    """Bearer tokens from config; each is bound to the members it may speak for.
+
+    Every configured token must be usable: one whose variable is unset or too short stops
+    the start (:func:`tokens_of`), never quietly leaves fewer tokens, or none, in force."""
 
     def __init__(self, entries: list[TokenEntry]) -> None:
-        self._tokens = [(e.name, v, e.members) for e in entries if (v := e.value())]
-        for entry in entries:
-            if not entry.value():
-                log.warning("server token has no value; it is disabled", token=entry.name)
+        self._tokens = [(e.name, e.value() or "", e.members) for e in entries]
 
     def __bool__(self) -> bool:
         return bool(self._tokens)
@@ -46,6 +46,21 @@ class StaticTokens:
                     token=token, client_id=name, scopes=[], claims={"members": members}
                 )
         return None
+
+
+def tokens_of(config: Config) -> StaticTokens:
+    """The config's tokens, or a ConfigFileError naming each token that cannot be used."""
+    if found := token_problems(config.raw):
+        raise ConfigFileError(config.source, found)
+    return StaticTokens(config.raw.server.tokens)
+
+
+def tokens_line(config: Config) -> str:
+    """What the start line says about authentication."""
+    count = len(config.raw.server.tokens)
+    if count:
+        return f"{count} (every call needs a bearer token)"
+    return "none configured: loopback only, every member served with no authentication"
 
 
 def principal_of(token: AccessToken | None) -> Principal | None:
@@ -83,3 +98,27 @@ def transport_security(config: Config, host: str, port: int) -> TransportSecurit
         allowed_hosts=server.allowed_hosts or [f"{n}:{suffix}" for n in names],
         allowed_origins=server.allowed_origins or [f"http://{n}:{suffix}" for n in names],
     )
+
+
+def member_problems(config: Config, policies: PolicySet) -> list[Problem]:
+    """Each name in a token's or an upstream's ``members`` that no policy knows (a typo
+    there silently unserves every tool it was meant to grant), with the closest member."""
+    known = policies.names
+    named = [(f"server.tokens[{i}]", t.members) for i, t in enumerate(config.raw.server.tokens)]
+    named += [(f"upstreams[{i}]", u.members) for i, u in enumerate(config.raw.upstreams)]
+    found = []
+    for where, members in named:
+        for j, name in enumerate(members):
+            if policies.resolve(name) is None:
+                guess = closest(name, known)
+                hint = f" (did you mean {guess!r}?)" if guess else ""
+                listed = ", ".join(sorted(policies.members))
+                message = f"no member is named {name!r}{hint}; members: {listed}"
+                found.append(Problem(f"{where}.members[{j}]", message))
+    return found
+
+
+def check_members(config: Config, policies: PolicySet) -> None:
+    """Refuse to start on an unknown member in a token or an upstream (file and key)."""
+    if found := member_problems(config, policies):
+        raise ConfigFileError(config.source, found)

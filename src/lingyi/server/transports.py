@@ -20,7 +20,7 @@ from lingyi._logging import get_logger
 from lingyi.config import Config
 from lingyi.errors import ConfigError
 from lingyi.server.app import GuardApp
-from lingyi.server.auth import StaticTokens, is_loopback, transport_security
+from lingyi.server.auth import is_loopback, tokens_line, tokens_of, transport_security
 from lingyi.server.build import GuardServer, build_server
 from lingyi.server.sessions import EndedSessions
 
@@ -90,7 +90,7 @@ def _client_gone() -> None:
 
 def http_app(app: GuardApp, host: str, port: int) -> Starlette:
     """The Starlette app for Streamable HTTP (tokens and Host/Origin checks applied)."""
-    tokens = StaticTokens(app.config.raw.server.tokens)
+    tokens = tokens_of(app.config)
     if not is_loopback(host) and not tokens:
         raise ConfigError(
             f"refusing to serve HTTP on {host}: not loopback and no [[server.tokens]] with a value"
@@ -109,14 +109,11 @@ def http_app(app: GuardApp, host: str, port: int) -> Starlette:
 def start_banner(config: Config, host: str, port: int) -> str:
     """What `serve --http` says at start: where, which config and log, how many tokens."""
     shown = f"[{host}]" if ":" in host else host
-    tokens = len(StaticTokens(config.raw.server.tokens))
     return (
         f"lingyi serve: Streamable HTTP at http://{shown}:{port}/mcp\n"
         f"  config: {config.source}\n"
         f"  log:    {config.log_path}\n"
-        f"  tokens: {tokens}"
-        + (" (loopback only, no bearer token required)" if not tokens else "")
-        + "\n"
+        f"  tokens: {tokens_line(config)}\n"
     )
 
 
