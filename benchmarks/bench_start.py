@@ -56,10 +56,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
+from lingyi._warm import wire
 from mcp import Client
 
 from bench_server import Deployment, clean_env, deploy, stdio
-from lingyi._warm import wire
 
 VERIFY = ["verify", "--member", "lingzhi", "--type", "fact", "--content", "庄子的逍遥游讲的是自由"]
 

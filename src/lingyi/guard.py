@@ -145,7 +145,6 @@ class Guard:
             PolicyStore(
                 config.validators_dir,
                 require_shared=config.raw.policies.require_shared,
-                cache=config.raw.policies.cache,
                 judge_on_fail=OnFail(config.raw.judge.on_fail),
             ),
             council if council is not None else FileCouncil(config.council_path),

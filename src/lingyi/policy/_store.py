@@ -39,7 +39,6 @@ class PolicyStore:
         *,
         check_interval_s: float = 1.0,
         require_shared: bool = True,
-        cache: bool = True,
         judge_on_fail: OnFail = OnFail.REJECT,
     ) -> None:
         self.folder = folder
@@ -48,11 +47,10 @@ class PolicyStore:
         self.judge_on_fail = judge_on_fail
         self.interval = check_interval_s
         self.require_shared = require_shared
-        self.cache = cache  # the TOML parse cache (lingyi.policy._cache)
         self.refused: list[PolicyError] = []  # why the last reload was not applied, if it was not
         self._lock = threading.Lock()
         self._stamp = self._fingerprint()
-        self._set = load_policies(folder, require_shared=require_shared, cache=cache)
+        self._set = load_policies(folder, require_shared=require_shared)
         self._checked = time.monotonic()
         # The gateway merges its upstreams' tool schemas into each loaded set (see extend).
         self._extend: Callable[[PolicySet], PolicySet] | None = None
@@ -103,9 +101,7 @@ class PolicyStore:
             return
         self._stamp = stamp
         try:
-            reloaded = load_policies(
-                self.folder, require_shared=self.require_shared, cache=self.cache
-            )
+            reloaded = load_policies(self.folder, require_shared=self.require_shared)
         except PolicyError as exc:
             log.error("policy reload failed; keeping the last good policies", error=str(exc))
             return
