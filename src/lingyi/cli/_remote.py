@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -30,11 +31,13 @@ CONNECT_S = 5.0
 
 def verify(url: str, token_env: str, session: str, entered: dict[str, Any]) -> dict[str, Any]:
     """The server's verification of ``entered`` (lingyi.server.wire.Verification, as a dict)."""
-    headers = {"Lingyi-Session": session, **_authorization(token_env)}
+    # A header is ASCII: a session named in other characters goes percent-encoded (UTF-8).
+    headers = {"Lingyi-Session": quote(session, safe=""), **_authorization(token_env)}
+    refused: list[int] = []  # HTTP statuses >= 400: the SDK answers them with a bare error
     try:
-        structured, is_error = anyio.run(_call, url, headers, entered)
-    except Exception as exc:
-        raise BackendError(f"{url}: {_why(exc, token_env)}") from exc
+        structured, is_error = anyio.run(_call, url, headers, entered, refused)
+    except Exception as exc:  # every failure becomes one line naming the URL
+        raise BackendError(f"{url}: {_why(exc, refused, token_env)}") from exc
     done = structured.get("result") if isinstance(structured, dict) else None
     if isinstance(done, dict):
         return done
@@ -56,21 +59,26 @@ def _authorization(token_env: str) -> dict[str, str]:
 
 
 async def _call(
-    url: str, headers: dict[str, str], entered: dict[str, Any]
+    url: str, headers: dict[str, str], entered: dict[str, Any], refused: list[int]
 ) -> tuple[dict[str, Any] | None, bool]:
+    async def status(response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            refused.append(response.status_code)
+
     timeout = httpx2.Timeout(TIMEOUT_S, connect=CONNECT_S)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+    hooks = {"response": [status]}
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, raise_exceptions=True) as client:
             result = await client.call_tool(TOOL, {"input": entered})
     return result.structured_content, bool(result.is_error)
 
 
-def _why(exc: BaseException, token_env: str) -> str:
+def _why(exc: BaseException, refused: list[int], token_env: str) -> str:
     """What went wrong, in a line that says what to fix."""
     found = _innermost(exc)
-    if isinstance(found, httpx2.HTTPStatusError):
-        status = found.response.status_code
+    if refused:
+        status = refused[0]
         if status in (401, 403):
             where = f"${token_env}" if token_env else "no token ([cli] token_env is empty)"
             return (
