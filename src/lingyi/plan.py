@@ -14,11 +14,11 @@ what the data is made of, never by the identity of an object.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from lingyi.checks import REGISTRY, CheckContext, CheckParams, Outcome, load_builtin_checks
+from lingyi.checks import REGISTRY, CheckContext, CheckParams, Outcome
 from lingyi.checks._registry import CheckFunc
 from lingyi.models import AssertionType, Stage
 from lingyi.policy import CheckEntry, MemberPolicy, PolicySet
@@ -81,46 +81,52 @@ class Plan:
 
 
 def compile_plan(policies: PolicySet) -> Plan:
-    """The plan of ``policies``: every member's stages for every input its entries tell apart."""
-    load_builtin_checks()
-    return Plan(policies, {m.id: _member_plan(m) for m in policies.members.values()})
+    """The plan of ``policies``: every member's stages for every input its entries tell apart.
+    The checks are registered: loading the policies loaded them (and validated each entry)."""
+    mandatory = tuple(step_of(e) for e in _mandatory())
+    members = {m.id: _member_plan(m, mandatory) for m in policies.members.values()}
+    return Plan(policies, members)
 
 
-def _member_plan(member: MemberPolicy) -> MemberPlan:
+def _member_plan(member: MemberPolicy, mandatory: tuple[Step, ...]) -> MemberPlan:
+    """Each entry's step made once; then, per input, the steps whose entries apply."""
+    steps = [step_of(e) for e in member.checks]
     named = {t for e in member.checks for t in e.tools or ()} | set(member.tools)
     tools: list[str | None] = [None, OTHER_TOOL, *sorted(named)]
     by_input = {
-        (type_, tool): _stages(member, type_, tool) for type_ in AssertionType for tool in tools
+        (type_, tool): _stages(steps, mandatory, type_, tool)
+        for type_ in AssertionType
+        for tool in tools
     }
     return MemberPlan(member, by_input)
 
 
-def _stages(member: MemberPolicy, type_: AssertionType, tool: str | None) -> Stages:
+def _stages(
+    steps: list[Step], mandatory: tuple[Step, ...], type_: AssertionType, tool: str | None
+) -> Stages:
+    applying = [s for s in steps if s.entry.applies(type_, tool)]
     return tuple(
-        (stage, tuple(step_of(e) for e in _entries(member, stage, type_, tool)))
+        (stage, _of_stage(applying, mandatory, stage))
         for stage in STAGES
         if stage is not Stage.TOOL_VALIDATION or tool is not None
     )
 
 
-def _entries(
-    member: MemberPolicy, stage: Stage, type_: AssertionType, tool: str | None
-) -> Iterable[CheckEntry]:
-    entries = [e for e in member.checks if e.stage is stage and e.applies(type_, tool)]
-    return _with_mandatory(entries) if stage is Stage.TOOL_VALIDATION else entries
+def _of_stage(applying: list[Step], mandatory: tuple[Step, ...], stage: Stage) -> tuple[Step, ...]:
+    """The stage's steps; tool ownership and argument checks always run first, and always
+    reject, whatever the member's own entries of them say."""
+    found = tuple(s for s in applying if s.entry.stage is stage)
+    if stage is not Stage.TOOL_VALIDATION:
+        return found
+    return mandatory + tuple(s for s in found if s.entry.check not in MANDATORY_TOOL_CHECKS)
 
 
-def _mandatory() -> tuple[CheckEntry, ...]:
+def _mandatory() -> list[CheckEntry]:
     """The entries of the checks every tool call runs (the same for every member)."""
     mandatory = [CheckEntry(check=c, stage=Stage.TOOL_VALIDATION) for c in MANDATORY_TOOL_CHECKS]
     for entry in mandatory:
         entry._parsed = REGISTRY[entry.check].params()
-    return tuple(mandatory)
-
-
-def _with_mandatory(entries: list[CheckEntry]) -> list[CheckEntry]:
-    """Tool ownership and argument checks always run and always reject."""
-    return [*_mandatory(), *(e for e in entries if e.check not in MANDATORY_TOOL_CHECKS)]
+    return mandatory
 
 
 def step_of(entry: CheckEntry) -> Step:
