@@ -287,3 +287,31 @@ def test_verify_through_the_server_loads_none_of_the_engine(served: tuple[Deploy
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["code"] == 0, done.stderr
     assert [m for m in report["lingyi"] if m.startswith(ENGINE)] == []
+
+
+@pytest.mark.parametrize(
+    ("keys", "warned"),
+    [
+        ("[cli]\nwarm = false\n", ["[cli] warm"]),
+        ("[cli]\nwarm = true\n[policies]\ncache = false\n", ["[cli] warm", "[policies] cache"]),
+        ('[cli]\nserver = ""\n', []),
+    ],
+    ids=["warm", "warm and cache", "neither"],
+)
+def test_an_old_config_with_warm_still_loads_and_says_it_is_ignored(
+    tmp_path: Path, keys: str, warned: list[str]
+) -> None:
+    """A config written for the warm process (``[cli] warm``, ``[policies] cache``) still
+    loads: the verify runs as before (zh approved, en rejected), stdout is the result alone
+    (its --json parses), and stderr has one warning per deprecated key naming the file."""
+    dep = deploy(tmp_path / "deploy", keys)
+    for content, code in (("庄子的逍遥游讲的是自由", 0), ("LingFlow told me the audit is done", 1)):
+        member = "lingzhi" if code == 0 else "lingyi"
+        done = lingyi(dep, "verify", "--member", member, "--type",
+                      "fact" if code == 0 else "communication", "--content", content, "--json")  # fmt: skip
+        assert done.returncode == code, done.stderr
+        assert json.loads(done.stdout)["decision"] == ("approved" if code == 0 else "rejected")
+        warnings = [line for line in done.stderr.splitlines() if "deprecated" in line]
+        assert len(warnings) == len(warned)
+        for line, key in zip(warnings, warned, strict=True):
+            assert key in line and str(dep.config_path) in line and "ignored" in line
