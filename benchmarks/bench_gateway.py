@@ -69,7 +69,6 @@ def guard(root: Path) -> StdioServerParameters:
     text = text.replace(str(defaults_dir() / "validators"), str(folder))
     config.write_text(text + UPSTREAM, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINGYI_")}
-    env["LINGYI_DAEMON"] = "0"  # the server measured is the process started here
     args = ["-m", "lingyi", "--config", str(config), "serve"]
     return StdioServerParameters(command=sys.executable, args=args, env=env)
 

@@ -83,10 +83,8 @@ def deploy(root: Path, fsync: bool) -> Deployment:
 
 
 def clean_env() -> dict[str, str]:
-    """This environment without lingyi's variables, and no warm process (lingyi._warm): each
-    server is the process started here, whose CPU /proc reads, never the user's warm one."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LINGYI_")}
-    return {**env, "LINGYI_DAEMON": "0"}
+    """This environment without lingyi's variables."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("LINGYI_")}
 
 
 def stdio(argv: list[str]) -> StdioServerParameters:

@@ -1,44 +1,23 @@
-"""How fast lingyi starts: ``lingyi verify`` per call, and ``lingyi serve`` to its first answer.
+"""How fast lingyi starts, against the budgets of issue 23 (reported in BENCHMARKS.md):
 
-Interleaved in one run, ``--runs`` times each, so load on the machine touches all alike:
+- ``lingyi verify`` cold (a fresh process: interpreter, imports, policies, one assertion
+  verified and logged): budget 1 s;
+- ``lingyi verify --server URL`` (a fresh process that asks a running ``lingyi serve --http``
+  through the MCP client; process start included): budget 150 ms;
+- ``lingyi serve`` over stdio, from spawning the process to the answer of ``initialize`` (a
+  real MCP client): budget 1.5 s.
 
-- ``python -c pass``: the interpreter alone, the floor of any command;
-- ``lingyi verify``, three ways (``lingyi._warm``): **warm** (a warm process is up: the call
-  is a small client that hands over to a forked child), **in-process** (``LINGYI_DAEMON=0``:
-  the whole fresh start, as on Windows), and **first call** (no warm process yet: the call
-  runs in-process, then starts one; each sample in a new socket folder, and the warm process
-  it started is waited for and stopped outside the timed part, so its start-up CPU does not
-  land on the next sample); one assertion verified and logged, the caller's whole wall time;
-- ``lingyi serve``: from spawning the process to the answer of ``initialize`` (a real MCP
-  client over stdio), against the same for ``benchmarks/bare_server.py`` (the same SDK and
-  knowledge base, no guard); then the first ``tools/list`` right after, timed on its own
-  (every client sends it next; a start made cheaper by moving work into it is no gain). The
-  CPU time of a server is its whole process: start, that listing, and its exit. ``lingyi
-  serve`` three ways: in-process (``LINGYI_DAEMON=0``), **warm** (through the warm process,
-  which has the server's stack loaded: its CPU is the client's only, the child's is not ours
-  to count) and **first call** (no warm process yet: in-process, starting one as it loads its
-  policies, the way ``verify first call`` is measured).
+``python -c pass`` (the interpreter alone) is measured beside them as the floor. The steps run
+interleaved, ``--runs`` times each (at least 20), so load on the machine touches all alike;
+reported: median and p99 of wall time, and the median CPU time of the processes measured
+(steadier on a shared machine). No assertions.
 
-Medians and p90 of wall time in ms, the median and the least CPU time of the processes
-measured (steadier on a shared machine: the least is what the work costs when nothing else
-competes for the core's caches), and the ratios. No assertions.
+``--importtime`` also prints where the import time of ``verify --server`` goes (``python -X
+importtime``, the 15 costliest modules by cumulative time).
 
-Bytecode: an installed wheel ships its modules compiled (pip writes ``__pycache__`` at
-install), but an editable checkout run with ``PYTHONDONTWRITEBYTECODE=1`` (as on the shared
-build machine) compiles every lingyi module from source on every start, about 0.3 s. The
-benchmark compiles ``src/lingyi`` once before measuring, as an install would, and says whether
-the environment would have written bytecode itself; ``--no-compile`` measures as found.
+Bytecode: the benchmark compiles ``src/lingyi`` once first, as an install would.
 
-    .venv/bin/python benchmarks/bench_start.py [--runs 20] [--no-compile] [--baseline SRC]
-
-``--baseline SRC``: also run ``verify`` and ``serve`` from another checkout's ``src`` folder
-(``git worktree add /tmp/base main``, or ``git archive main src | tar -x -C /tmp/base``),
-interleaved with the rest, for a before/after under the same load (its verify in-process).
-``--verify-only`` leaves the two ``serve`` rows out.
-
-The warm processes use a socket folder of the benchmark's own (``LINGYI_WARM_DIR``), never
-the user's, and are stopped at the end. CPU of a warm call is the client's only (the forked
-child is not a child of the benchmark); its wall time includes the child's work.
+    .venv/bin/python benchmarks/bench_start.py [--runs 20] [--importtime]
 """
 
 from __future__ import annotations
@@ -52,157 +31,74 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 from mcp import Client
 
 from bench_server import Deployment, clean_env, deploy, stdio
-from lingyi._warm import wire
 
 VERIFY = ["verify", "--member", "lingzhi", "--type", "fact", "--content", "庄子的逍遥游讲的是自由"]
+BUDGETS_MS = {"verify cold": 1000.0, "verify --server": 150.0, "serve initialize": 1500.0}
 
 
-def env_for(src: Path | None, warm: Path | None = None) -> dict[str, str]:
-    """The clean environment; with ``src``, lingyi imported from that checkout instead; with
-    ``warm``, the warm process on, its sockets in that folder (else off)."""
-    env = clean_env()
-    if src is not None:  # PYTHONPATH comes before the editable install's .pth entry
-        env["PYTHONPATH"] = str(src)
-    env["LINGYI_DAEMON"] = "1" if warm is not None else "0"
-    if warm is not None:
-        env.update(LINGYI_WARM_DIR=str(warm), LINGYI_DAEMON_IDLE="3600")
-    return env
-
-
-def wall_ms(argv: list[str], src: Path | None = None, warm: Path | None = None) -> float:
+def wall_ms(argv: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run(
-        argv, env=env_for(src, warm), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    return (time.perf_counter() - started) * 1000
-
-
-def ask(folder: Path, op: str) -> dict[str, object] | None:
-    """The answer of the warm process in ``folder`` to ``op`` (status, stop); None: none."""
-    for path in folder.glob("*.sock"):
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            try:
-                sock.connect(str(path))
-                wire.send(sock, {"op": op})
-                return wire.receive(sock)[0]
-            except (OSError, ValueError):
-                continue
-    return None
-
-
-def settled(folder: Path, *, stop: bool, stack: str = "verify") -> None:
-    """Wait until the warm process in ``folder`` has its policies (and ``stack``) warm (it
-    then idles), and stop it if asked; a readiness wait, outside every timed part."""
-    for _ in range(1200):
-        answer = ask(folder, "status")
-        stacks = answer.get("warm_stacks") if answer is not None else None
-        if answer is not None and answer.get("warm_policies") and stack in (stacks or ()):
-            break
-        time.sleep(0.05)
-    else:
-        raise SystemExit(f"no warm process became ready in {folder}")
-    if stop:
-        ask(folder, "stop")
-        while any(folder.glob("*.sock")):
-            time.sleep(0.02)
-
-
-def first_call_ms(argv: list[str], root: Path) -> float:
-    """A call with no warm process yet (a new socket folder): it runs in-process and starts
-    one, which is waited for and stopped before the next sample."""
-    folder = Path(tempfile.mkdtemp(prefix="first-", dir=root))
-    wall = wall_ms(argv, warm=folder)
-    settled(folder, stop=True)
-    return wall
-
-
-# The first tools/list of each server step, in ms, beside its initialize (filled by serve()).
-LISTINGS: dict[str, list[float]] = {}
-
-
-async def first_answer_ms(
-    argv: list[str], src: Path | None, listing: list[float], warm: Path | None = None
-) -> float:
-    """Spawn the server and complete the MCP handshake (initialize answered); then time the
-    first tools/list into ``listing``. With ``warm``, the warm process in that folder on."""
-    params = stdio(argv)
-    params.env = env_for(src, warm)
-    started = time.perf_counter()
-    async with Client(params) as client:
-        elapsed = (time.perf_counter() - started) * 1000
-        listed = time.perf_counter()
-        await client.list_tools()
-        listing.append((time.perf_counter() - listed) * 1000)
+    done = subprocess.run(argv, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode not in (0, 1):  # approved or rejected: the command itself ran
+        raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.decode()}")
     return elapsed
 
 
-def serve(
-    name: str, argv: list[str], src: Path | None = None, warm: Path | None = None
-) -> Callable[[], float]:
-    listing = LISTINGS.setdefault(name, [])
-    run: Callable[[], Awaitable[float]] = lambda: first_answer_ms(argv, src, listing, warm)  # noqa: E731
-    return lambda: anyio.run(run)
+async def initialize_ms(argv: list[str]) -> float:
+    """Spawn the server and complete the MCP handshake (initialize answered)."""
+    started = time.perf_counter()
+    async with Client(stdio(argv)):
+        return (time.perf_counter() - started) * 1000
 
 
-def measures(
-    dep: Deployment, baseline: Path | None, root: Path, *, with_serve: bool
-) -> dict[str, Callable[[], float]]:
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def http_server(dep: Deployment) -> Iterator[str]:
+    """``lingyi serve --http`` of the deployment on a free loopback port; yields its URL."""
+    port = _free_port()
+    argv = [*dep.guarded("--http", "--port", str(port))]
+    proc = subprocess.Popen(argv, env=clean_env(), stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        else:
+            raise SystemExit("lingyi serve --http did not listen")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def steps(dep: Deployment, url: str) -> dict[str, Callable[[], float]]:
     lingyi = [sys.executable, "-m", "lingyi", "--config", str(dep.config)]
-    warm = root / "warm"
-    warm.mkdir(mode=0o700)
-    steps = {
+    return {
         "python -c pass": lambda: wall_ms([sys.executable, "-c", "pass"]),
-        "verify warm": lambda: wall_ms([*lingyi, *VERIFY], warm=warm),
-        "verify in-process": lambda: wall_ms([*lingyi, *VERIFY]),
-        "verify first call": lambda: first_call_ms([*lingyi, *VERIFY], root),
+        "verify cold": lambda: wall_ms([*lingyi, *VERIFY, "--local"]),
+        "verify --server": lambda: wall_ms([*lingyi, *VERIFY, "--server", url]),
+        "serve initialize": lambda: anyio.run(initialize_ms, dep.guarded()),
     }
-    if with_serve:
-        steps["serve initialize"] = serve("serve", dep.guarded())
-        steps["serve warm"] = serve("serve warm", dep.guarded(), warm=warm)
-        steps["serve first call"] = lambda: first_serve_ms(dep.guarded(), root)
-        steps["bare initialize"] = serve("bare", dep.bare())
-    if baseline is not None:  # the same commands of an older checkout, interleaved
-        steps["baseline verify"] = lambda: wall_ms([*lingyi, *VERIFY], baseline)
-        if with_serve:
-            steps["baseline serve"] = serve("baseline serve", dep.guarded(), baseline)
-    wall_ms([*lingyi, *VERIFY], warm=warm)  # start the warm process of "verify warm"
-    settled(warm, stop=False)
-    if with_serve:  # a serve through it makes it load the server's stack ("serve warm")
-        steps["serve warm"]()
-        settled(warm, stop=False, stack="serve")
-    return steps
-
-
-def first_serve_ms(argv: list[str], root: Path) -> float:
-    """A serve with no warm process yet (a new socket folder): it runs in-process and starts
-    one as it loads its policies, which is waited for and stopped after the sample."""
-    folder = Path(tempfile.mkdtemp(prefix="first-serve-", dir=root))
-    wall = serve("serve first call", argv, warm=folder)()
-    settled(folder, stop=True, stack="serve")
-    return wall
-
-
-def bytecode(compile_first: bool, baseline: Path | None) -> str:
-    """Compile lingyi's modules as an install would (unless told not to); say what was done."""
-    import lingyi
-
-    packages = [Path(lingyi.__file__).parent] + ([baseline / "lingyi"] if baseline else [])
-    for package in packages if compile_first else []:
-        compileall.compile_dir(package, quiet=1)
-    flag = "PYTHONDONTWRITEBYTECODE set" if sys.flags.dont_write_bytecode else "bytecode written"
-    return f"bytecode: {'compiled first' if compile_first else 'as found'} ({flag})"
 
 
 def child_cpu_ms() -> float:
     """CPU time (user + system) of the children waited for so far, in ms (0 without
-    ``resource``): steadier than wall time on a shared machine, so it is reported beside it."""
+    ``resource``)."""
     try:
         import resource
     except ImportError:
@@ -211,11 +107,20 @@ def child_cpu_ms() -> float:
     return (used.ru_utime + used.ru_stime) * 1000
 
 
-def timed(step: Callable[[], float]) -> tuple[float, float]:
-    """(wall ms, CPU ms of the processes the step ran: the command, or the server)."""
-    before = child_cpu_ms()
-    wall = step()
-    return wall, child_cpu_ms() - before
+def run_all(
+    measured: dict[str, Callable[[], float]], runs: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each step ``runs`` times, interleaved, in alternating order, after one warm-up each."""
+    times: dict[str, list[float]] = {name: [] for name in measured}
+    cpu: dict[str, list[float]] = {name: [] for name in measured}
+    for step in measured.values():  # warm the disk cache and the bytecode
+        step()
+    for r in range(runs):
+        for name in list(measured) if r % 2 == 0 else list(reversed(measured)):
+            before = child_cpu_ms()
+            times[name].append(measured[name]())
+            cpu[name].append(child_cpu_ms() - before)
+    return times, cpu
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -223,85 +128,60 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def report(times: dict[str, list[float]], cpu: dict[str, list[float]], load: float) -> list[str]:
+    rows = [f"load average {load:.2f} → {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)"]
+    for name, samples in times.items():
+        budget = BUDGETS_MS.get(name)
+        median = statistics.median(samples)
+        verdict = (
+            ""
+            if budget is None
+            else f"  budget {budget:.0f} ms: " + ("met" if median <= budget else "NOT met")
+        )
+        rows.append(
+            f"{name:<17} median {median:7.1f} ms  p99 {pct(samples, 0.99):7.1f} ms  "
+            f"CPU median {statistics.median(cpu[name]):7.1f} ms{verdict}"
+        )
+    return rows
+
+
+def import_profile(dep: Deployment, url: str, top: int = 15) -> list[str]:
+    """The costliest imports of ``verify --server`` by cumulative time (python -X importtime)."""
+    argv = [sys.executable, "-X", "importtime", "-m", "lingyi", "--config", str(dep.config)]
+    done = subprocess.run(
+        [*argv, *VERIFY, "--server", url], env=clean_env(), capture_output=True, text=True
+    )
+    rows = []
+    for line in done.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            depth = len(parts[2]) - len(parts[2].lstrip()) - 1  # 0: imported by no module
+            if depth <= 2:
+                rows.append((int(parts[1]), "  " * depth + parts[2].strip()))
+    ordered = sorted(rows, reverse=True)[:top]
+    return [f"  {us / 1000:7.1f} ms  {name}" for us, name in ordered]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--no-compile", action="store_true", help="do not compile lingyi first")
     parser.add_argument(
-        "--baseline", type=Path, help="an older checkout's src/ folder, measured interleaved"
+        "--importtime", action="store_true", help="where verify --server's imports go"
     )
-    parser.add_argument("--verify-only", action="store_true", help="leave the serve rows out")
     args = parser.parse_args()
-    note = bytecode(not args.no_compile, args.baseline)
+    import lingyi
+
+    compileall.compile_dir(Path(lingyi.__file__).parent, quiet=1)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="lingyi-start-") as tmp:
-        root = Path(tmp)
-        steps = measures(
-            deploy(root, fsync=False), args.baseline, root, with_serve=not args.verify_only
-        )
-        try:
-            times, cpu = run_all(steps, args.runs)
-        finally:
-            ask(root / "warm", "stop")
-    sys.stdout.write("\n".join(report(times, cpu, load, note)) + "\n")
-
-
-def run_all(
-    steps: dict[str, Callable[[], float]], runs: int
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Each step ``runs`` times, interleaved, in alternating order, after one warm-up each."""
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    cpu: dict[str, list[float]] = {name: [] for name in steps}
-    for step in steps.values():  # warm the disk cache and the bytecode
-        step()
-    for listing in LISTINGS.values():
-        listing.clear()
-    for r in range(runs):
-        for name in list(steps) if r % 2 == 0 else list(reversed(steps)):
-            wall, used = timed(steps[name])
-            times[name].append(wall)
-            cpu[name].append(used)
-    return times, cpu
-
-
-def report(
-    times: dict[str, list[float]], cpu: dict[str, list[float]], load: float, note: str
-) -> list[str]:
-    med = {n: statistics.median(v) for n, v in times.items()}
-    rows = [f"load average {load:.2f} → {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores); {note}"]
-    rows += [
-        f"{n:<18} median {med[n]:7.1f} ms  p90 {pct(v, 0.9):7.1f} ms  p99 {pct(v, 0.99):7.1f} ms"
-        f"  CPU median {statistics.median(cpu[n]):7.1f} ms  min {min(cpu[n]):7.1f} ms"
-        for n, v in times.items()
-    ]
-    rows += [
-        f"first tools/list, {n:<14} median {statistics.median(v):6.2f} ms  p90 {pct(v, 0.9):6.2f} ms"
-        for n, v in LISTINGS.items()
-        if v
-    ]
-    fresh, floor = med["verify in-process"], med["python -c pass"]
-    rows.append(
-        f"verify warm / in-process: {med['verify warm'] / fresh:.3f}x; warm / python -c pass: "
-        f"{med['verify warm'] / floor:.2f}x; first call / in-process: "
-        f"{med['verify first call'] / fresh:.2f}x"
-    )
-    if "serve initialize" in med:
-        bare = med["bare initialize"]
-        rows.append(
-            f"serve / bare initialize: {med['serve initialize'] / bare:.2f}x (in-process); "
-            f"{med['serve warm'] / bare:.3f}x (warm); first call / in-process "
-            f"{med['serve first call'] / med['serve initialize']:.2f}x"
-        )
-    if "baseline verify" in med:
-        rows.append(
-            f"baseline verify (in-process): {med['baseline verify']:.1f} ms; "
-            f"warm / baseline: {med['verify warm'] / med['baseline verify']:.3f}x"
-        )
-        if "baseline serve" in med:
-            rows.append(
-                f"baseline serve / bare {med['baseline serve'] / med['bare initialize']:.2f}x"
-            )
-    return rows
+        dep = deploy(Path(tmp), fsync=False)
+        with http_server(dep) as url:
+            times, cpu = run_all(steps(dep, url), max(args.runs, 20))
+            profile = import_profile(dep, url) if args.importtime else []
+    lines = report(times, cpu, load)
+    if profile:
+        lines += ["verify --server, imports by cumulative time:", *profile]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -16,12 +16,6 @@ from lingyi.ledger import Ledger
 from lingyi.models import Assertion, Evidence, VerificationResult
 from lingyi.policy import PolicySet, load_policies
 
-# No test starts a warm process of ``lingyi verify`` by accident: set before any test module
-# is imported, since some copy os.environ at import (tests/test_log_faults.py), and inherited
-# by every subprocess. tests/test_warm.py turns it on for its own calls, with a socket folder
-# of its own, and stops what it started.
-os.environ["LINGYI_DAEMON"] = "0"
-
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_POLICIES = defaults_dir() / "validators"
 

@@ -37,16 +37,12 @@ NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "googl
 # answers: the gateway (only with [[upstreams]] configured, which the shipped config has none
 # of). The others (approvals, telemetry, listchanged, notifications, resources, sessions,
 # auth, transports) load: declared capabilities, handlers registered before initialize, or
-# the path of every call (BENCHMARKS.md, "Part S3"). Nor the log's appeals and query filters
-# (no appeal is filed, no query run; ``lingyi.log`` loads them with their first name), nor
-# the answer checks' Markdown reader (the first answer checked), nor the knowledge base's
-# reading and indexing of files (opened on the first search).
+# the path of every call (BENCHMARKS.md, "Part S3"). Nor the answer checks' Markdown reader
+# (the first answer checked), nor the knowledge base's indexing of files (opened on the
+# first search).
 OWN_NOT_AT_START = (
     "lingyi.gateway",
-    "lingyi.log.appeals",
-    "lingyi.log.query",
     "lingyi.answers.markdown",
-    "lingyi.backends.kb.documents",
     "lingyi.backends.kb.indexer",
     "lingyi.backends.kb.watch",
 )
@@ -137,8 +133,8 @@ def test_the_stdio_server_starts_without_what_its_first_request_does_not_need(
     """``lingyi serve`` builds the whole server (policies, tools, resources) and serves stdio
     until its input closes, without importing GitPython, jsonschema, httpx, the judge's client,
     markdown-it or filelock (its log holds records): each loads when the call that needs it
-    comes; nor lingyi's gateway (no upstream is configured), the log's appeals and query
-    modules, the answers' Markdown reader or the knowledge base's file indexing."""
+    comes; nor lingyi's gateway (no upstream is configured), the answers' Markdown reader or
+    the knowledge base's file indexing."""
     report, stderr = served(config)
     assert report["code"] == 0, stderr
     assert {"mcp", "lingyi"} <= set(report["loaded"])  # the server really was built
@@ -258,69 +254,3 @@ def test_a_record_model_is_built_and_validates_on_first_use() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert json.loads(done.stdout.strip()) == [False, True, "lingzhi", True], done.stderr
-
-
-# Result models of single tools (and the council's message), built on first use: the server's
-# start validates none of them (module, class).
-RESULT_MODELS = [
-    ("lingyi.server.wire", "SearchHits"),
-    ("lingyi.server.wire", "AnswerOutputs"),
-    ("lingyi.backends.git_results", "CommitResult"),
-    ("lingyi.backends.data", "Analysis"),
-    ("lingyi.backends.traces", "TraceSearch"),
-    ("lingyi.backends.kb", "KBHit"),
-    ("lingyi.council", "CouncilMessage"),
-    ("lingyi.approvals.tool", "ApprovalAnswer"),
-]
-MODELS_PROBE = """
-import importlib, json, sys
-from lingyi.cli import main
-code = main(sys.argv[2:])
-wanted = json.loads(sys.argv[1])
-built = [getattr(importlib.import_module(m), n).__pydantic_complete__ for m, n in wanted]
-from lingyi.server import executors
-guarded = [i.output.__pydantic_complete__ for i in executors.IMPLEMENTATIONS.values()]
-print(json.dumps({"code": code, "built": built, "guarded": guarded}))
-"""
-
-
-def test_the_stdio_server_starts_without_building_the_tools_result_models(config: str) -> None:
-    """What one tool returns (KB hits, a commit, an analysis, an answer's outputs, a council
-    message, each tool's ``Guarded[...]``) is built by the first call that returns it
-    (``defer_build``), not by ``lingyi serve``'s start, which validates none of them."""
-    wanted = json.dumps(RESULT_MODELS)
-    done = subprocess.run(
-        [sys.executable, "-c", MODELS_PROBE, wanted, "--config", config, "serve"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.stdout.strip(), done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["code"] == 0, done.stderr
-    assert report["built"] == [False] * len(RESULT_MODELS)
-    assert report["guarded"] and not any(report["guarded"])
-
-
-def test_a_result_model_is_built_and_validates_on_first_use() -> None:
-    """The other side: a deferred model validates as before when first used: the council
-    message by its alias (``from``), extra keys ignored, a missing field refused; a commit's
-    result refuses a wrong type (Chinese and English content alike)."""
-    code = (
-        "import json\nfrom pydantic import ValidationError\n"
-        "from lingyi.council import CouncilMessage\n"
-        "from lingyi.backends.git_results import BranchResult\n"
-        "before = CouncilMessage.__pydantic_complete__\n"
-        "zh = CouncilMessage.model_validate({'from': 'lingflow', 'content': '审计已完成', 'x': 1})\n"
-        "en = CouncilMessage.model_validate({'from': 'lingzhi', 'content': 'audit done'})\n"
-        "refused = []\n"
-        "for model, data in ((CouncilMessage, {'content': '缺发送者'}), (BranchResult, {'name': 1})):\n"
-        "    try:\n        model.model_validate(data)\n        refused.append(False)\n"
-        "    except ValidationError:\n        refused.append(True)\n"
-        "print(json.dumps([before, CouncilMessage.__pydantic_complete__, zh.sender,"
-        " en.content, refused]))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    expected = [False, True, "lingflow", "audit done", [True, True]]
-    assert json.loads(done.stdout.strip()) == expected, done.stderr

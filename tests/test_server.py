@@ -886,10 +886,8 @@ def test_stats_tool_gives_the_weekly_reports_figures(dep: Deployment) -> None:
 
 
 def serve_params(dep: Deployment, *extra: str) -> StdioServerParameters:
-    """A fresh ``lingyi serve`` (no warm process: tests/test_warm_serve.py covers that one,
-    and the user's own socket folder is never touched by a test)."""
+    """A fresh ``lingyi serve`` of ``dep``'s config, without the caller's lingyi variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINGYI_")}
-    env["LINGYI_DAEMON"] = "0"
     args = ["-m", "lingyi", "--config", str(dep.config_path), "serve", *extra]
     return StdioServerParameters(command=sys.executable, args=args, env=env)
 

@@ -63,10 +63,9 @@ def _command(line: str) -> Step:
 
 
 def environment() -> dict[str, str]:
-    """This machine's environment without lingyi's own variables, plus a git identity; no
-    warm process of ``lingyi verify`` is started (tests/test_warm.py covers it)."""
+    """This machine's environment without lingyi's own variables, plus a git identity."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINGYI_")}
-    return {**env, **GIT_IDENTITY, "NO_COLOR": "1", "LINGYI_DAEMON": "0"}
+    return {**env, **GIT_IDENTITY, "NO_COLOR": "1"}
 
 
 def run(step: Step, cwd: Path) -> subprocess.CompletedProcess[str]:

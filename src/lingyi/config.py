@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -137,16 +138,24 @@ class PoliciesSection(_Strict):
     )
     cache: bool = Field(
         True,
-        description="Keep what the TOML parser made of each policy and lexicon file in the user's cache ($XDG_CACHE_HOME/lingyi/policies, private to the user), keyed by the file's content, so a start skips parsing unchanged files; validation always runs in full.",
+        description="Deprecated, ignored: the parse cache is gone (policies are read in full at each start). Accepted so an older config still loads; a warning on stderr says so.",
     )
 
 
 class CliSection(_Strict):
     """The command line."""
 
+    server: str = Field(
+        "",
+        description='`lingyi verify` verifies through this running `lingyi serve --http` (e.g. "http://127.0.0.1:8765/mcp"), in that server\'s session evidence; an unreachable server is an error, never a local fallback. Empty: verify in-process. `--server URL` and `--local` override it (docs/verify-server.md).',
+    )
+    token_env: str = Field(
+        "",
+        description="The environment variable holding the bearer token `lingyi verify --server` sends (a value of that server's [[server.tokens]]). Empty: no token (a loopback server without tokens). Named but unset: an error.",
+    )
     warm: bool = Field(
         True,
-        description="lingyi verify and lingyi serve may start and use a warm process (POSIX: one per user, forks a child per call, exits after 600 s idle; lingyi daemon --help). false: this config's verify and serve calls start none, and a warm process that serves one exits. $LINGYI_DAEMON=0 turns it off for every config.",
+        description="Deprecated, ignored: the warm process is gone (docs/verify-server.md: use [cli] server). Accepted so an older config still loads; a warning on stderr says so.",
     )
 
 
@@ -775,6 +784,7 @@ def _parse(path: Path) -> ConfigFile:
         raise ConfigFileError(path, problems(exc, ConfigFile)) from exc
     if found := _data_source_problems(raw) + _token_name_problems(raw):
         raise ConfigFileError(path, found)
+    _warn_deprecated(raw, path)
     return raw
 
 
@@ -786,6 +796,23 @@ def _token_name_problems(raw: ConfigFile) -> list[Problem]:
         for i, name in enumerate(names)
         if name in names[:i]
     ]
+
+
+# Keys an older lingyi read, still accepted so its configs load: the key → why it is gone.
+DEPRECATED = {
+    ("cli", "warm"): "the warm process is gone; [cli] server verifies through a running server",
+    ("policies", "cache"): "the parse cache is gone; policies are read in full at every start",
+}
+
+
+def _warn_deprecated(raw: ConfigFile, path: Path) -> None:
+    """One line on stderr per deprecated key the file sets (stdout stays the command's)."""
+    for (section, key), why in DEPRECATED.items():
+        if key in getattr(raw, section).model_fields_set:
+            sys.stderr.write(
+                f"lingyi: warning: {path}: [{section}] {key} is deprecated and ignored "
+                f"({why}): remove it\n"
+            )
 
 
 def _data_source_problems(raw: ConfigFile) -> list[Problem]:

@@ -246,11 +246,8 @@ def table(rows: list[Row]) -> str:
 
 
 def server_params(config: Path, log: Path) -> StdioServerParameters:
-    """``lingyi serve`` in this interpreter, whatever the current directory is; in-process
-    (``LINGYI_DAEMON=0``): a demo in a folder it then removes starts no warm process that
-    would outlive it (lingyi._warm)."""
+    """``lingyi serve`` in this interpreter, whatever the current directory is."""
     env = {k: v for k, v in os.environ.items() if k not in ("LINGYI_COUNCIL", "LINGYI_LOG")}
-    env["LINGYI_DAEMON"] = "0"
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "lingyi", "--config", str(config), "--log", str(log), "serve"],

@@ -151,7 +151,6 @@ class Guard:
             PolicyStore(
                 config.validators_dir,
                 require_shared=config.raw.policies.require_shared,
-                cache=config.raw.policies.cache,
                 judge_on_fail=OnFail(config.raw.judge.on_fail),
                 baseline=shipped_policies(),
                 allow_weakening=config.raw.policies.allow_weakening,

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lingyi.models import Assertion
+
 if TYPE_CHECKING:
     from lingyi.ledger import SessionLedger
-    from lingyi.models import Assertion, VerificationResult
+    from lingyi.models import VerificationResult
 
 
 class Kind(Protocol):
@@ -50,6 +52,14 @@ def kind_of(name: str) -> Kind | None:
     """The kind registered under ``name`` (built-in kinds load on first use)."""
     _load_builtin()
     return _KINDS.get(name)
+
+
+def input_assertion(given: dict[str, Any]) -> Assertion:
+    """One input as ``lingyi verify --stdin`` and the server's ``verify`` tool take it: an
+    assertion, or (by its ``type``) a conclusion, an answer or another kind in the shape of its
+    replay event. Raises ValueError (a pydantic ValidationError among them) naming the field."""
+    kind = kind_of(str(given.get("type")))
+    return kind.assertion(given) if kind is not None else Assertion.model_validate(given)
 
 
 def kind_names() -> list[str]:

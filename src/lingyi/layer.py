@@ -17,7 +17,6 @@ results: the checks run once.
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -28,13 +27,12 @@ from pydantic import BaseModel
 from lingyi import messages
 from lingyi._ids import new_id
 from lingyi._logging import get_logger
-from lingyi.checks import REGISTRY, CheckContext, CheckParams, Outcome
+from lingyi.checks import CheckContext, Outcome
 from lingyi.checks._registry import CheckFunc, Services
 from lingyi.council import CouncilRecord
 from lingyi.ledger import Ledger
 from lingyi.models import (
     Assertion,
-    AssertionType,
     CheckResult,
     Decision,
     Evidence,
@@ -45,24 +43,22 @@ from lingyi.models import (
     Stage,
     VerificationResult,
 )
+from lingyi.plan import MANDATORY_TOOL_CHECKS, Plan, compile_plan, step_of
 from lingyi.policy import CheckEntry, MemberPolicy, PolicySet, PolicyStore
 
 log = get_logger()
 
-MANDATORY_TOOL_CHECKS = ("tool.owned", "tool.args_schema", "tool.path_allowed")
-CODE_BOUND = "auth.member_bound"
-STAGES = (Stage.PRE_CHECK, Stage.TOOL_VALIDATION, Stage.BOUNDARY, Stage.FACT_VERIFICATION)
-PLANS_KEPT = 512  # (member policy, type, tool) plans cached per layer; a reload makes new ones
+__all__ = ["MANDATORY_TOOL_CHECKS", "ConstraintLayer", "Judge", "Scope", "decide", "run_check"]
 
-# One check to run: its policy entry, its function, its parsed parameters.
-Step = tuple[CheckEntry, CheckFunc, CheckParams]
-Plan = tuple[tuple[Stage, tuple[Step, ...]], ...]
+CODE_BOUND = "auth.member_bound"
 
 
 class Scope(TypedDict, total=False):
-    """What one request verifies under: its policy snapshot, and who the transport
-    authenticated. Both optional: the current policies, and nobody (stdio, CLI, replay)."""
+    """What one request verifies under: its plan (or the policy snapshot to plan), and who
+    the transport authenticated. All optional: the current plan, and nobody (stdio, CLI,
+    replay)."""
 
+    plan: Plan | None
     policies: PolicySet | None
     principal: Principal | None
 
@@ -97,15 +93,27 @@ class ConstraintLayer:
         self.judge = judge
         # What an uncertain check sent to the judge becomes when no judge is configured.
         self.judge_unavailable = judge_unavailable
-        # Which checks run, per member policy object, type and tool: worked out once, not per
-        # call. Keyed by the policy object's id, which the value holds (so it cannot be reused).
-        self._plans: dict[tuple[int, AssertionType, str | None], tuple[MemberPolicy, Plan]] = {}
-        self._plans_lock = threading.Lock()
+        # The plan of the snapshot the layer verified with last; a reload makes a new one.
+        self._plan: Plan | None = None
+        self._plan_lock = threading.Lock()
 
     @property
     def policies(self) -> PolicySet:
         store = self._policies
         return store.current() if isinstance(store, PolicyStore) else store
+
+    @property
+    def plan(self) -> Plan:
+        """The plan of the current policy snapshot (compiled when the snapshot is new)."""
+        return self.plan_of(self.policies)
+
+    def plan_of(self, snapshot: PolicySet) -> Plan:
+        """The plan of ``snapshot``: the one compiled last when it is that snapshot's (the
+        snapshot changes only with a reload), else compiled now and kept."""
+        with self._plan_lock:
+            if self._plan is None or self._plan.policies is not snapshot:
+                self._plan = compile_plan(snapshot)
+            return self._plan
 
     def extend_policies(self, fn: Callable[[PolicySet], PolicySet]) -> None:
         """Merge something beyond the policy files (the gateway's upstream schemas) into
@@ -119,15 +127,17 @@ class ConstraintLayer:
     def verify(
         self, assertion: Assertion, ledger: Ledger, **scope: Unpack[Scope]
     ) -> VerificationResult:
-        """Verify against one policy snapshot: ``scope["policies"]``, or the current set.
+        """Verify against one plan: ``scope["plan"]``, the plan of ``scope["policies"]``, or
+        the current plan.
 
-        The member is resolved once, in that snapshot, and the result names the member and the
-        policy version that decided, so a reload mid-request cannot log a version that did not.
-        ``scope["principal"]`` is who the transport authenticated (an HTTP token), checked by
-        ``auth.member_bound`` before anything of the member's policy runs.
+        The member is resolved once, in that plan's snapshot, and the result names the member
+        and the policy version that decided, so a reload mid-request cannot log a version that
+        did not. ``scope["principal"]`` is who the transport authenticated (an HTTP token),
+        checked by ``auth.member_bound`` before anything of the member's policy runs.
         """
         started = time.perf_counter()
-        snapshot = scope.get("policies") or self.policies
+        plan = scope.get("plan") or self.plan_of(scope.get("policies") or self.policies)
+        snapshot = plan.policies
         principal = scope.get("principal")
         member = snapshot.resolve(assertion.member)
         lang = (member.language if member else None) or self.language
@@ -135,7 +145,7 @@ class ConstraintLayer:
         if member is not None and not any(c.blocking for c in checks):
             bounded, oversize = bound_texts(assertion, self.services.max_text_chars)
             ctx = CheckContext(bounded, member, snapshot, ledger, self.council, self.services, lang)
-            checks += self._run(ctx)
+            checks += self._run(ctx, plan)
             if oversize:
                 checks.insert(0, _too_large(oversize, self.services.max_text_chars, lang))
             result = decide(assertion, checks, lang)
@@ -148,28 +158,11 @@ class ConstraintLayer:
         result.member = member.id if member else None
         return result
 
-    def _plan(self, ctx: CheckContext) -> Plan:
-        """The checks of each stage for this member, type and tool, from the policy snapshot."""
-        call = ctx.assertion.tool_call
-        key = (id(ctx.member), ctx.assertion.type, call.name if call else None)
-        found = self._plans.get(key)
-        if found is not None and found[0] is ctx.member:
-            return found[1]
-        plan = tuple(
-            (stage, tuple(_step(e) for e in _entries(ctx, stage)))
-            for stage in STAGES
-            if stage is not Stage.TOOL_VALIDATION or call is not None
-        )
-        with self._plans_lock:
-            if len(self._plans) >= PLANS_KEPT:
-                self._plans.clear()
-            self._plans[key] = (ctx.member, plan)
-        return plan
-
-    def _run(self, ctx: CheckContext) -> list[CheckResult]:
+    def _run(self, ctx: CheckContext, plan: Plan) -> list[CheckResult]:
+        tool = ctx.assertion.tool_call.name if ctx.assertion.tool_call else None
         results: list[CheckResult] = []
-        for _stage, steps in self._plan(ctx):
-            results += [_run_step(ctx, *step) for step in steps]
+        for _stage, steps in plan.stages(ctx.member, ctx.assertion.type, tool):
+            results += [_run_step(ctx, s.entry, s.func, s.params) for s in steps]
         if any(r.detail.get(AWAITING_JUDGE) for r in results):
             return self._judge_uncertain(ctx, results)
         if self.judge is not None and not any(r.blocking for r in results):
@@ -307,53 +300,13 @@ def _canonical(policies: PolicySet, name: str) -> str:
     return resolved.id if resolved else name.strip().lower()
 
 
-# --- the member's policy: stages of checks -------------------------------------------------
-
-
-def _entries(ctx: CheckContext, stage: Stage) -> Iterable[CheckEntry]:
-    tool = ctx.assertion.tool_call.name if ctx.assertion.tool_call else None
-    entries = [
-        e for e in ctx.member.checks if e.stage is stage and e.applies(ctx.assertion.type, tool)
-    ]
-    if stage is Stage.TOOL_VALIDATION:
-        entries = _with_mandatory(entries)
-    return entries
-
-
-@functools.cache
-def _mandatory() -> tuple[CheckEntry, ...]:
-    """The entries of the checks every tool call runs (the same for every member)."""
-    mandatory = [CheckEntry(check=c, stage=Stage.TOOL_VALIDATION) for c in MANDATORY_TOOL_CHECKS]
-    for entry in mandatory:
-        entry._parsed = REGISTRY[entry.check].params()
-    return tuple(mandatory)
-
-
-def _with_mandatory(entries: list[CheckEntry]) -> list[CheckEntry]:
-    """Tool ownership and argument checks always run and always reject."""
-    return [*_mandatory(), *(e for e in entries if e.check not in MANDATORY_TOOL_CHECKS)]
-
-
-def _step(entry: CheckEntry) -> Step:
-    """The entry with its function and parameters, looked up once for the plan. A check that
-    is not registered (or whose parameters were never parsed) still fails closed when it runs,
-    with the error it raised before plans were cached."""
-    try:
-        return entry, REGISTRY[entry.check].func, entry.parsed
-    except (KeyError, AttributeError) as exc:
-        return entry, _raiser(exc), CheckParams()
-
-
-def _raiser(exc: Exception) -> CheckFunc:
-    def run(_ctx: CheckContext, _params: Any) -> Outcome:
-        raise exc
-
-    return run
+# --- running one check -----------------------------------------------------------------
 
 
 def run_check(ctx: CheckContext, entry: CheckEntry) -> CheckResult:
     """Run one check; an exception is a failure with the check's on_fail (fail closed)."""
-    return _run_step(ctx, *_step(entry))
+    step = step_of(entry)
+    return _run_step(ctx, step.entry, step.func, step.params)
 
 
 def _run_step(ctx: CheckContext, entry: CheckEntry, func: CheckFunc, params: Any) -> CheckResult:

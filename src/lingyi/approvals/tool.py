@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel
 
 from lingyi import messages
-from lingyi._deferred import DeferredModel
 from lingyi.approvals._book import ApprovalError
 from lingyi.approvals._state import Approval
 from lingyi.errors import LingyiError
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from lingyi.server.tools import ToolFn, ToolTable
 
 
-class ApprovalAnswer(DeferredModel):
+class ApprovalAnswer(BaseModel):
     """What approve_call did: the approval's new status, or why nothing was decided."""
 
     ok: bool

@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lingyi._deferred import DeferredModel
 from lingyi._logging import get_logger
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
@@ -105,7 +104,7 @@ def _check_url(url: str | None) -> None:
         raise ValueError(f"url must be an http(s) URL with a host, got {url!r}")
 
 
-class ColumnStats(DeferredModel):
+class ColumnStats(BaseModel):
     """Descriptive statistics of one column; numeric and categorical fields are exclusive."""
 
     kind: Literal["numeric", "categorical"]
@@ -123,7 +122,7 @@ class ColumnStats(DeferredModel):
     top_count: int | None = None
 
 
-class AccessResult(DeferredModel):
+class AccessResult(BaseModel):
     """Whether a source can be read, and its shape when it can."""
 
     name: str
@@ -147,7 +146,7 @@ class AccessResult(DeferredModel):
         return f"{state}: {self.error}" if self.error else state
 
 
-class Analysis(DeferredModel):
+class Analysis(BaseModel):
     """The result of ``DataRegistry.analyze``: per-column and optional per-group stats."""
 
     id: str

@@ -7,13 +7,12 @@ git call (:mod:`lingyi.backends.git`, which re-exports these).
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from lingyi._deferred import DeferredModel
 from lingyi.models import Evidence
 
 
-class RepoState(DeferredModel):
+class RepoState(BaseModel):
     """What a repository looks like right now (read-only snapshot)."""
 
     path: str
@@ -26,7 +25,7 @@ class RepoState(DeferredModel):
     head_sha: str | None
 
 
-class CommitResult(DeferredModel):
+class CommitResult(BaseModel):
     sha: str
     short_sha: str
     branch: str
@@ -38,7 +37,7 @@ class CommitResult(DeferredModel):
         return Evidence(id=self.sha, title=title, snippet=f"{self.branch}: {len(self.files)} files")
 
 
-class BranchResult(DeferredModel):
+class BranchResult(BaseModel):
     name: str
     sha: str
 
@@ -46,7 +45,7 @@ class BranchResult(DeferredModel):
         return Evidence(id=f"branch:{self.name}@{self.sha[:12]}", title=f"branch {self.name}")
 
 
-class PushResult(DeferredModel):
+class PushResult(BaseModel):
     remote: str
     branch: str
     sha: str
@@ -62,21 +61,21 @@ class PushResult(DeferredModel):
         )
 
 
-class AuditCommit(DeferredModel):
+class AuditCommit(BaseModel):
     sha: str
     author: str
     date: str
     subject: str
 
 
-class FileChange(DeferredModel):
+class FileChange(BaseModel):
     path: str
     insertions: int
     deletions: int
     binary: bool = False
 
 
-class AuditReport(DeferredModel):
+class AuditReport(BaseModel):
     id: str
     version: str
     previous: str | None

@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from lingyi._deferred import DeferredModel
+from pydantic import BaseModel
+
 from lingyi.backends._trace_ids import trace_key
 from lingyi.errors import BackendError
 from lingyi.models import Evidence
@@ -57,7 +58,7 @@ def _scope_spans(batch: dict[str, Any]) -> int:
     return sum(len(s.get("spans") or []) for s in scopes if isinstance(s, dict))
 
 
-class TraceHit(DeferredModel):
+class TraceHit(BaseModel):
     """One trace a search found."""
 
     trace_id: str
@@ -72,7 +73,7 @@ class TraceHit(DeferredModel):
         return Evidence(id=self.trace_id, title=title, snippet=snippet)
 
 
-class TraceSearch(DeferredModel):
+class TraceSearch(BaseModel):
     """What ``query_traces`` returns: the traces found, ids in their one form."""
 
     service: str

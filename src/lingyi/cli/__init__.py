@@ -9,24 +9,19 @@ carries JSON for success and failure alike: ``{"ok": false, "errors": [...]}`` o
 Shell completion is click's: ``lingyi completion bash`` prints the script to source.
 
 A command's module is imported only when that command runs (or help lists it): ``lingyi
-verify`` loads the layer and the log, never the MCP server stack (``_app.COMMANDS``).
-
-``lingyi verify`` first asks the warm process (:mod:`lingyi._warm`): :func:`main` reaches its
-client before click or the group are imported, and :data:`cli` is resolved on first use.
+verify`` loads the layer and the log, never the MCP server stack (``_app.COMMANDS``), and
+``lingyi verify --server`` loads the MCP client and none of the engine (docs/verify-server.md).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Sequence
 
-TYPE_CHECKING = False  # not typing's: see lingyi/__init__.py
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
+import click
 
-    import click
-
-    from lingyi.cli._app import cli
+from lingyi.cli._app import EXIT_BAD_INPUT, App, cli
 
 __all__ = ["cli", "main"]
 
@@ -34,24 +29,8 @@ __all__ = ["cli", "main"]
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``lingyi`` console script: run one command and return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    from lingyi._warm import client  # stdlib only: the warm path costs no import of lingyi's
-
-    # Only as the process's own command (argv from the command line, the original stdio): a
-    # caller of main([...]) in Python keeps its output where it redirected sys.stdout.
-    if argv is None and client.wanted(args):
-        return client.run(args, run)
-    return run(args)
-
-
-def run(args: list[str]) -> int:
-    """Run one command in this process (the warm process's child runs this too)."""
-    import click
-
-    from lingyi.cli._app import App
-    from lingyi.cli._app import cli as group
-
     try:
-        code = group.main(args, prog_name="lingyi", standalone_mode=False, obj=App())
+        code = cli.main(args, prog_name="lingyi", standalone_mode=False, obj=App())
     except click.ClickException as exc:  # usage errors: bad option, missing argument
         return _usage_error(exc, as_json="--json" in args)
     except click.Abort:  # Ctrl-C, or a declined prompt
@@ -61,12 +40,6 @@ def run(args: list[str]) -> int:
 
 
 def _usage_error(exc: click.ClickException, *, as_json: bool) -> int:
-    import json
-
-    import click
-
-    from lingyi.cli._app import EXIT_BAD_INPUT
-
     if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # plain `lingyi`: the help
         exc.show()
         return EXIT_BAD_INPUT
@@ -77,12 +50,3 @@ def _usage_error(exc: click.ClickException, *, as_json: bool) -> int:
         problem = {"kind": "usage", "message": exc.format_message()}
         click.echo(json.dumps({"ok": False, "errors": [problem]}, ensure_ascii=False))
     return EXIT_BAD_INPUT if isinstance(exc, click.UsageError) else exc.exit_code
-
-
-def __getattr__(name: str) -> Any:
-    """``cli``, the click group, imported with click on first use."""
-    if name == "cli":
-        from lingyi.cli._app import cli as group
-
-        return group
-    raise AttributeError(f"module 'lingyi.cli' has no attribute {name!r}")

@@ -223,7 +223,6 @@ COMMANDS = {
     "approvals": "approvals",
     "completion": "completion",
     "config": "config",
-    "daemon": "daemon",
     "demo": "serve",
     "init": "init",
     "log": "log",

@@ -6,15 +6,22 @@ rather than printing an error into the user's prompt.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from click import Context, Parameter
 from click.shell_completion import CompletionItem
 
 from lingyi.cli._app import App
 from lingyi.errors import LingyiError
-from lingyi.policy import PolicySet, load_policies
+
+if TYPE_CHECKING:
+    from lingyi.policy import PolicySet
 
 
 def _policies(ctx: Context) -> PolicySet | None:
+    # Here, not at the top: `lingyi verify --server` imports this module and none of the engine.
+    from lingyi.policy import load_policies
+
     app = ctx.find_object(App) or App()
     try:
         config = app.config()

@@ -23,11 +23,9 @@ def serve(app: App, http: bool, host: str | None, port: int | None) -> int:
     stdio: stdout is protocol only, logs go to stderr. --http: Streamable HTTP at
     http://HOST:PORT/mcp with bearer tokens from [[server.tokens]] and Host/Origin checks.
     """
-    from lingyi import _warm, server  # the MCP SDK loads only for this command
+    from lingyi import server  # the MCP SDK loads only for this command
 
     config = app.config()
-    if not config.raw.cli.warm:  # before the policies load: the first one starts no warm process
-        _warm.decline()
     if not http:
         server.serve_stdio(config)
         return EXIT_OK

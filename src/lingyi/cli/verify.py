@@ -1,27 +1,27 @@
-"""``lingyi verify``: verify one assertion, log it, and say how to appeal the verdict."""
+"""``lingyi verify``: verify one input, log it, and say how to appeal the verdict.
+
+In this process (:mod:`._local`), or through a running ``lingyi serve --http``
+(``--server URL`` or ``[cli] server``; :mod:`._remote`), which verifies in that server's
+session evidence. Either way the input is the same JSON object (:func:`input_of`) and the
+verification comes back as the same dict, printed by the same functions: the output, the
+``--json`` line and the exit code do not depend on where it was verified.
+"""
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
 
-from lingyi import _warm
 from lingyi.cli import _complete
-from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, cli, entry, input_error, json_option
-from lingyi.council import MemoryCouncil
+from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, cli, entry, json_option
 from lingyi.errors import LingyiError
-from lingyi.guard import Guard, kb_lookup, open_kb
-from lingyi.kinds import kind_of
-from lingyi.ledger import Ledger
-from lingyi.models import Assertion, AssertionType, VerificationResult
 
 TYPES = ("fact", "action", "communication")
+Where = str | None  # what an input came from, for its errors: "stdin", a file, None for flags
 
 
 @cli.command(
@@ -71,88 +71,57 @@ TYPES = ("fact", "action", "communication")
     type=click.Choice(["general", "catalog"]),
     help="With --answer: general (default) or catalog; the question itself may make it catalog.",
 )
+@click.option(
+    "--server",
+    metavar="URL",
+    help="Verify through this running `lingyi serve --http` (its session evidence); '' or "
+    "--local: in this process. Default: [cli] server of the config.",
+)
+@click.option("--local", is_flag=True, help="Verify in this process, whatever [cli] server says.")
 @json_option
 @entry
-def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
+def verify(
+    app: App,
+    context: str | None,
+    server: str | None,
+    local: bool,
+    as_json: bool,
+    **given: Any,
+) -> int:
     """Verify one assertion and append its record to the log.
 
     Prints the verdict, each check, the record id and the command that appeals it. Exit 1
-    when rejected, 0 when approved or fallback.
+    when rejected, 0 when approved or fallback; 2 for bad input, or a server that cannot be
+    reached, refuses the token or fails (never a silent local verification instead).
     """
     config = app.config()
-    if not config.raw.cli.warm:  # this deployment wants no warm process (lingyi._warm)
-        _warm.decline()
-    kb = functools.cache(lambda: open_kb(config, guard.layer.policies))
-    guard = Guard.from_config(
-        config,
-        source="cli",
-        council=MemoryCouncil() if context else None,
-        lookups={"knowledge_base": kb_lookup(kb, url_base=config.raw.evidence.kb_url_base)},
-    )
-    try:
-        result = guard.check(assertion_from(**given), _ledger(app, guard, context))
-    finally:
-        guard.close()
-    appeal = f'lingyi{app.global_flags()} appeal {result.id} --reason "why the verdict is wrong"'
-    if as_json:
-        app.json(json_line(result, appeal))
+    url = "" if local else (config.raw.cli.server if server is None else server)
+    entered, where = input_of(**given)
+    if url:
+        if context:
+            raise LingyiError(
+                "--context fills a local ledger; with --server the server's session is the "
+                "evidence (record it there), or verify with --local"
+            )
+        from lingyi.cli import _remote  # the MCP client, and none of the engine
+
+        done = _remote.verify(url, config.raw.cli.token_env, given["session"], entered)
     else:
-        app.out(human(app, result) + f"\nrecord {result.id} · to appeal: {appeal}")
-    return EXIT_FAILED if result.decision == "rejected" else EXIT_OK
+        from lingyi.cli import _local  # the engine: policies, checks, layer, log
+
+        done = _local.verify(app, config, entered, where, context)
+    appeal = f'lingyi{app.global_flags()} appeal {done["id"]} --reason "why the verdict is wrong"'
+    if as_json:
+        app.json(json_line(done, appeal))
+    else:
+        app.out(human(app, done) + f"\nrecord {done['id']} · to appeal: {appeal}")
+    return EXIT_FAILED if done["decision"] == "rejected" else EXIT_OK
 
 
-def _ledger(app: App, guard: Guard, context: str | None) -> Ledger:
-    """Empty, or filled by the transcript's events (and its council messages)."""
-    if not context:
-        return Ledger()
-    # Only with --context: one verify of flags or stdin does without the replay modules.
-    from lingyi.cli.replay import transcript_lines
-    from lingyi.replay import Replayer
-
-    replayer = Replayer(guard)
-    for error in replayer.preload(transcript_lines(context)):
-        app.err(f"{context}:{error}")
-    return replayer.ledger
+# --- the input: one JSON object, whoever verifies it -----------------------------------------
 
 
-def _from_json(text: str) -> Assertion:
-    """An assertion, or a conclusion or answer in the shape of its replay event (lingyi.kinds)."""
-    try:
-        given = json.loads(text)
-    except ValueError as exc:
-        raise LingyiError(f"stdin: -: Invalid JSON: {exc}") from exc
-    kind = kind_of(str(given.get("type"))) if isinstance(given, dict) else None
-    try:
-        return kind.assertion(given) if kind is not None else Assertion.model_validate(given)
-    except ValidationError as exc:
-        raise input_error("stdin", exc, Assertion) from exc
-    except ValueError as exc:
-        raise LingyiError(f"stdin: {exc}") from exc
-
-
-def conclusion_from(source: str, session: str) -> Assertion:
-    """A conclusion from a file (or ``-``: stdin); errors name the file, line or field."""
-    name = "stdin" if source == "-" else source
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LingyiError(f"{name}: cannot read the conclusion: {exc}") from exc
-    try:
-        given = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LingyiError(f"{name}: line {exc.lineno}: not valid JSON: {exc.msg}") from exc
-    kind = kind_of(AssertionType.CONCLUSION.value)
-    if kind is None:
-        raise LingyiError("the conclusion kind is not installed")
-    if isinstance(given, dict):
-        given = {"session": session, **given}
-    try:
-        return kind.assertion(given)
-    except ValueError as exc:
-        raise LingyiError(f"{name}: {exc}") from exc
-
-
-def assertion_from(
+def input_of(
     *,
     from_stdin: bool,
     answer_file: str | None = None,
@@ -166,47 +135,73 @@ def assertion_from(
     evidence_ids: tuple[str, ...],
     session: str,
     conclusion_file: str | None = None,
-) -> Assertion:
-    """The assertion: a conclusion or an answer from a file, JSON from stdin, or built from the
-    flags."""
+) -> tuple[dict[str, Any], Where]:
+    """The input as the ``verify`` tool takes it (a conclusion or an answer from a file, JSON
+    from stdin, or built from the flags), and where it came from."""
     if conclusion_file:
-        return conclusion_from(conclusion_file, session)
+        return _conclusion(conclusion_file, session)
     if answer_file is not None:
-        return _answer(answer_file, member, question, intent, session)
+        return _answer(answer_file, member, question, intent, session), answer_file
     if from_stdin:
-        return _from_json(sys.stdin.read())
+        return _stdin_json(), "stdin"
     if not member or (not content and not tool):
         raise LingyiError("give --member and --content (and --tool for an action), or --stdin")
     call = {"name": tool, "arguments": _arguments(args_json)} if tool else None
-    return Assertion.model_validate(
-        {
-            "member": member,
-            "type": kind or ("action" if call else "fact"),
-            "content": content or "",
-            "tool_call": call,
-            "evidence_ids": list(evidence_ids),
-            "session": session,
-        }
-    )
+    entered = {
+        "member": member,
+        "type": kind or ("action" if call else "fact"),
+        "content": content or "",
+        "tool_call": call,
+        "evidence_ids": list(evidence_ids),
+        "session": session,
+    }
+    return entered, None
+
+
+def _stdin_json() -> dict[str, Any]:
+    try:
+        given = json.loads(sys.stdin.read())
+    except ValueError as exc:
+        raise LingyiError(f"stdin: -: Invalid JSON: {exc}") from exc
+    if not isinstance(given, dict):
+        raise LingyiError(f"stdin: the input must be a JSON object, not {json.dumps(given)[:80]}")
+    return given
+
+
+def _conclusion(source: str, session: str) -> tuple[dict[str, Any], Where]:
+    """A conclusion from a file (or ``-``: stdin); errors name the file or line."""
+    name = "stdin" if source == "-" else source
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LingyiError(f"{name}: cannot read the conclusion: {exc}") from exc
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LingyiError(f"{name}: line {exc.lineno}: not valid JSON: {exc.msg}") from exc
+    if not isinstance(given, dict):
+        raise LingyiError(f"{name}: a conclusion is a JSON object, not {text.strip()[:80]}")
+    return {"session": session, **given, "type": "conclusion"}, name
 
 
 def _answer(
     path: str, member: str | None, question: str | None, intent: str | None, session: str
-) -> Assertion:
+) -> dict[str, Any]:
     """An answer to verify (lingyi.answers): its Markdown from ``path`` (``-``: stdin)."""
-    from lingyi.answers import ANSWER
-
     if not member or question is None:
         raise LingyiError("--answer needs --member and --question")
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise LingyiError(f"{path}: cannot read the answer: {exc}") from exc
-    given = {"member": member, "question": question, "answer": text, "session": session}
-    try:
-        return ANSWER.assertion({**given, "intent": intent or "general"})
-    except ValueError as exc:
-        raise LingyiError(f"{path}: {exc}") from exc
+    return {
+        "type": "answer",
+        "member": member,
+        "question": question,
+        "answer": text,
+        "session": session,
+        "intent": intent or "general",
+    }
 
 
 def _arguments(text: str | None) -> dict[str, Any]:
@@ -219,38 +214,56 @@ def _arguments(text: str | None) -> dict[str, Any]:
     return value
 
 
-def json_line(result: VerificationResult, appeal: str) -> dict[str, Any]:
-    """The replay contract's line, with the record id (``id`` too when the assertion had
-    none) and the command that appeals it."""
-    from lingyi.replay import output_line  # the replay contract's line, for --json only
-
-    line = output_line(result)
-    line["id"] = result.assertion_id or result.id
-    return {**line, "record_id": result.id, "appeal": appeal}
+# --- the output: from the verification as a dict (lingyi.server.wire.Verification) ----------
 
 
-def human(app: App, result: VerificationResult) -> str:
+def json_line(done: dict[str, Any], appeal: str) -> dict[str, Any]:
+    """The replay contract's line (``id`` is the record's when the input had none), the record
+    id and the command that appeals it."""
+    line = {
+        "id": done["assertion_id"] or done["id"],
+        "decision": done["decision"],
+        "reason": done["reason"],
+        "recommendation": done["recommendation"],
+        "fallback": done["fallback"],
+        "checks": [
+            {k: c[k] for k in ("stage", "code", "passed", "reason")} for c in done["checks"]
+        ],
+        **done["outputs"],  # a conclusion's route, an answer's sources (lingyi.kinds)
+        **({"shadow": done["shadow"]} if done["shadow"] else {}),
+    }
+    return {**line, "record_id": done["id"], "appeal": appeal}
+
+
+def human(app: App, done: dict[str, Any]) -> str:
     """A readable verdict: decision, reason, recommendation, then each check."""
-    decision = result.decision.value
-    lines = [f"{app.printer.decision(decision)}  {result.reason}"]
-    if result.recommendation:
-        lines.append(f"  → {result.recommendation}")
-    if result.fallback:
-        shown = result.fallback.content or result.fallback.tool_call
-        lines.append(f"  fallback ({result.fallback.kind}): {shown}")
-    for c in result.checks:
-        mark = _mark(app, c.passed, c.on_fail == "warn")
-        shadow = f" [shadow: {c.shadow.value}]" if c.shadow is not None else ""
-        lines.append(f"  {mark} {c.stage.value:<17} {c.code:<28} {c.reason}{shadow}")
-    if result.shadow is not None:  # the call proceeded; enforcing, this would have decided
-        codes = ", ".join(result.shadow.codes) or "-"
-        lines.append(f"shadow: would have been {result.shadow.decision.value} ({codes})")
-    if route := result.outputs.get("route"):  # a conclusion: what the model does next
-        note = result.outputs.get("message")
+    lines = [f"{app.printer.decision(done['decision'])}  {done['reason']}"]
+    if done["recommendation"]:
+        lines.append(f"  → {done['recommendation']}")
+    if fallback := done["fallback"]:
+        lines.append(f"  fallback ({fallback['kind']}): {_offered(fallback)}")
+    for c in done["checks"]:
+        mark = _mark(app, c["passed"], c["on_fail"] == "warn")
+        shadow = f" [shadow: {c['shadow']}]" if c["shadow"] is not None else ""
+        lines.append(f"  {mark} {c['stage']:<17} {c['code']:<28} {c['reason']}{shadow}")
+    if shadow_verdict := done["shadow"]:  # the call proceeded; enforcing, this would have decided
+        codes = ", ".join(shadow_verdict["codes"]) or "-"
+        lines.append(f"shadow: would have been {shadow_verdict['decision']} ({codes})")
+    outputs = done["outputs"]
+    if route := outputs.get("route"):  # a conclusion: what the model does next
+        note = outputs.get("message")
         lines.append(f"route {route}" + (f": {note}" if note else ""))
-    if "gate" in result.outputs:  # an answer: the source gate and what may be shown
-        lines += _gate_lines(result.outputs)
+    if "gate" in outputs:  # an answer: the source gate and what may be shown
+        lines += _gate_lines(outputs)
     return "\n".join(lines)
+
+
+def _offered(fallback: dict[str, Any]) -> str:
+    """The fallback's content, or its tool call as the model's repr showed it."""
+    if fallback["content"]:
+        return str(fallback["content"])
+    call = fallback["tool_call"]
+    return f"name={call['name']!r} arguments={call['arguments']!r}" if call else "None"
 
 
 def _gate_lines(outputs: dict[str, Any]) -> list[str]:

@@ -17,15 +17,20 @@
 
 Every reader of the log goes through :mod:`~lingyi.log.reader`, every chain check through
 :mod:`~lingyi.log.chain`. The contract is in DESIGN.md ("Verification log").
-
-The appeals and the query filters load with the first name taken from them (PEP 562
-``__getattr__`` below): a server's start writes records and reads the log's tail but files
-no appeal and runs no query, and importing both was ~4 ms of it.
 """
 
-from typing import TYPE_CHECKING, Any
-
-from lingyi._lazy import attribute
+from lingyi.log.appeals import (
+    AlreadyResolvedError,
+    AppealError,
+    AppealOpenError,
+    NoOpenAppealError,
+    NotAVerificationError,
+    UnknownRecordError,
+    default_actor,
+    file_appeal,
+    list_appeals,
+    resolve_appeal,
+)
 from lingyi.log.audit import Guarantee, LogVerification, verify_log
 from lingyi.log.chain import (
     GENESIS,
@@ -39,6 +44,7 @@ from lingyi.log.chain import (
 from lingyi.log.checkpoints import CheckpointReport
 from lingyi.log.keys import KeyRing, LogKey, load_keys
 from lingyi.log.limits import limit_record
+from lingyi.log.query import Query, Skipped, format_human, format_jsonl, query_log, tail_log
 from lingyi.log.reader import LogLine, read_log, reversed_lines, tail_records
 from lingyi.log.records import (
     KINDS,
@@ -59,49 +65,6 @@ from lingyi.log.records import (
     verification_record,
 )
 from lingyi.log.writer import LogOptions, VerificationLog
-
-if TYPE_CHECKING:
-    from lingyi.log.appeals import (
-        AlreadyResolvedError,
-        AppealError,
-        AppealOpenError,
-        NoOpenAppealError,
-        NotAVerificationError,
-        UnknownRecordError,
-        default_actor,
-        file_appeal,
-        list_appeals,
-        resolve_appeal,
-    )
-    from lingyi.log.query import Query, Skipped, format_human, format_jsonl, query_log, tail_log
-
-_LAZY = {
-    **dict.fromkeys(
-        [
-            "AlreadyResolvedError",
-            "AppealError",
-            "AppealOpenError",
-            "NoOpenAppealError",
-            "NotAVerificationError",
-            "UnknownRecordError",
-            "default_actor",
-            "file_appeal",
-            "list_appeals",
-            "resolve_appeal",
-        ],
-        f"{__name__}.appeals",
-    ),
-    **dict.fromkeys(
-        ["Query", "Skipped", "format_human", "format_jsonl", "query_log", "tail_log"],
-        f"{__name__}.query",
-    ),
-}
-
-
-def __getattr__(name: str) -> Any:
-    """A name of the appeals or the query module, imported now (see the docstring)."""
-    return attribute(__name__, _LAZY, globals(), name)
-
 
 __all__ = [
     "GENESIS",

@@ -25,9 +25,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lingyi.errors import PolicyError
-from lingyi.policy._cache import TomlCache
-from lingyi.text import TermMatcher
-from lingyi.text._forms import canonical_forms
+from lingyi.text import TermMatcher, canonical_text
 
 
 class _LexiconMarker:
@@ -60,7 +58,7 @@ class Lexicon(BaseModel):
 
     def terms(self, group: str) -> tuple[str, ...]:
         """A group's terms in canonical form (empty when the file has no such group)."""
-        return tuple(canonical_forms(self.groups.get(group, ())))
+        return tuple(canonical_text(t) for t in self.groups.get(group, ()))
 
 
 def _flat(groups: dict[str, list[str] | dict[str, list[str]]]) -> dict[str, tuple[str, ...]]:
@@ -80,11 +78,16 @@ def lexicon_path(folder: Path, ref: str, owner: str, key: str) -> Path:
     return folder.joinpath(*parts)
 
 
-def load_lexicon(path: Path, toml: TomlCache | None = None) -> Lexicon:
-    """Read and validate one lexicon file (errors name the file and the key); ``toml``: the
-    policy load's parse cache."""
+def parse_toml(raw: bytes) -> dict[str, Any]:
+    """The TOML document in ``raw`` as ``Path.read_text`` would give it: UTF-8, universal
+    newlines (a policy saved on Windows parses with its multi-line strings free of ``\\r``)."""
+    return tomllib.loads(raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def load_lexicon(path: Path) -> Lexicon:
+    """Read and validate one lexicon file (errors name the file and the key)."""
     try:
-        data: dict[str, Any] = (toml or TomlCache(None)).parse(path.read_bytes())
+        data: dict[str, Any] = parse_toml(path.read_bytes())
     except FileNotFoundError as exc:
         raise PolicyError(str(path), "-", "lexicon file not found") from exc
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

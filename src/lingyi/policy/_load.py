@@ -25,13 +25,17 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from lingyi._validation import problems
-from lingyi._warm import policies as _warm
 from lingyi.checks import REGISTRY, CheckParams, load_builtin_checks
 from lingyi.errors import PolicyError
 from lingyi.models import AssertionType, Stage
-from lingyi.policy._cache import TomlCache, cache_path
 from lingyi.policy._judge import JudgeRule, judge_rule_problems
-from lingyi.policy._lexicon import Lexicon, lexicon_fields, lexicon_path, load_lexicon
+from lingyi.policy._lexicon import (
+    Lexicon,
+    lexicon_fields,
+    lexicon_path,
+    load_lexicon,
+    parse_toml,
+)
 from lingyi.policy._model import (
     CheckEntry,
     MemberPolicy,
@@ -92,12 +96,9 @@ def policy_files(folder: Path) -> tuple[list[Path], dict[Path, str]]:
     return files, ignored
 
 
-def load_policies(folder: Path, *, require_shared: bool = True, cache: bool = True) -> PolicySet:
-    """Load and validate every policy file in ``folder``; raise PolicyError on the first problem.
-    ``cache``: reuse the TOML parser's output of unchanged files (:mod:`._cache`)."""
-    if (warm := _warm.lookup(folder, require_shared, cache)) is not None:
-        return warm  # a warm process's set, its files unchanged since (lingyi._warm.policies)
-    policies, errors = _Loader(folder, require_shared, cache).load()
+def load_policies(folder: Path, *, require_shared: bool = True) -> PolicySet:
+    """Load and validate every policy file in ``folder``; raise PolicyError on the first problem."""
+    policies, errors = _Loader(folder, require_shared).load()
     if errors:
         first, more = errors[0], len(errors) - 1
         if more:  # the server refuses to start on the first; say that it is not the only one
@@ -108,21 +109,17 @@ def load_policies(folder: Path, *, require_shared: bool = True, cache: bool = Tr
     return policies
 
 
-def policy_errors(
-    folder: Path, *, require_shared: bool = True, cache: bool = True
-) -> list[PolicyError]:
-    """Every problem of every policy file in ``folder``, in file order (empty: it loads).
-    The cache holds parsed TOML only, so every problem is found with it as without it."""
-    return _Loader(folder, require_shared, cache).load()[1]
+def policy_errors(folder: Path, *, require_shared: bool = True) -> list[PolicyError]:
+    """Every problem of every policy file in ``folder``, in file order (empty: it loads)."""
+    return _Loader(folder, require_shared).load()[1]
 
 
 class _Loader:
     """One pass over a policy folder that keeps going after a problem and remembers each."""
 
-    def __init__(self, folder: Path, require_shared: bool = True, cache: bool = True) -> None:
+    def __init__(self, folder: Path, require_shared: bool = True) -> None:
         self.folder = folder
         self.require_shared = require_shared
-        self.toml = TomlCache(cache_path(folder) if cache else None)
         self.errors: list[PolicyError] = []
         self._common_broken = False
         self.shared: dict[str, str] = {}  # shared check → the file that holds it
@@ -130,12 +127,6 @@ class _Loader:
         self._shared_judge: list[JudgeRule] = []  # [[judge]] of the shared files
 
     def load(self) -> tuple[PolicySet | None, list[PolicyError]]:
-        try:
-            return self._load()
-        finally:
-            self.toml.save()
-
-    def _load(self) -> tuple[PolicySet | None, list[PolicyError]]:
         load_builtin_checks()
         if not self.folder.is_dir():
             return None, [PolicyError(str(self.folder), "-", "policy folder not found")]
@@ -253,7 +244,7 @@ class _Loader:
                         try:
                             key = f"checks[{i}].params.{name}"
                             path = lexicon_path(self.folder, ref, member.source, key)
-                            loaded[ref] = load_lexicon(path, self.toml)
+                            loaded[ref] = load_lexicon(path)
                         except PolicyError as exc:
                             self.errors.append(exc)
         return loaded
@@ -263,7 +254,7 @@ class _Loader:
 
     def _read(self, path: Path) -> dict[str, Any] | None:
         try:
-            return self.toml.parse(path.read_bytes())
+            return parse_toml(path.read_bytes())
         except tomllib.TOMLDecodeError as exc:
             self._error(path, "-", f"not valid TOML: {exc}")
         except (OSError, UnicodeDecodeError) as exc:

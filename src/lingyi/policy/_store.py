@@ -36,7 +36,6 @@ class PolicyStore:
         *,
         check_interval_s: float = 1.0,
         require_shared: bool = True,
-        cache: bool = True,
         judge_on_fail: OnFail = OnFail.REJECT,
         baseline: Path | None = None,
         allow_weakening: Sequence[str] = (),
@@ -47,11 +46,10 @@ class PolicyStore:
         self.judge_on_fail = judge_on_fail
         self.interval = check_interval_s
         self.require_shared = require_shared
-        self.cache = cache  # the TOML parse cache (lingyi.policy._cache)
         self.refused: list[PolicyError] = []  # why the last reload was not applied, if it was not
         self._lock = threading.Lock()
         self._stamp = self._fingerprint()
-        self._set = load_policies(folder, require_shared=require_shared, cache=cache)
+        self._set = load_policies(folder, require_shared=require_shared)
         if baseline is not None and baseline.resolve() != folder.resolve():
             refuse_weaker(self._set, baseline, allow_weakening, judge_on_fail)
         self._checked = time.monotonic()
@@ -104,9 +102,7 @@ class PolicyStore:
             return
         self._stamp = stamp
         try:
-            reloaded = load_policies(
-                self.folder, require_shared=self.require_shared, cache=self.cache
-            )
+            reloaded = load_policies(self.folder, require_shared=self.require_shared)
         except PolicyError as exc:
             log.error("policy reload failed; keeping the last good policies", error=str(exc))
             return

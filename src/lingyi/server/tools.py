@@ -29,14 +29,15 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict
+from pydantic import ConfigDict, ValidationError
 
 from lingyi import approvals
 from lingyi._logging import get_logger
+from lingyi._validation import problems
 from lingyi.approvals.tool import ApprovalAnswer, approve_tool
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import BackendError, ConfigError, LingyiError, LogError
-from lingyi.kinds import kind_of
+from lingyi.kinds import input_assertion, kind_of
 from lingyi.models import Assertion, AssertionType, Decision, Evidence, ToolCall
 from lingyi.policy import (
     ArgProblem,
@@ -57,6 +58,7 @@ from lingyi.server.wire import (
     Reply,
     TaskOutputs,
     Verdict,
+    Verification,
     log_failure,
     refusal,
     success,
@@ -436,6 +438,26 @@ def _unformed(args: dict[str, Any], exc: ValueError) -> Reply:
     return refusal(Guarded(verdict=verdict))
 
 
+def _verify_input(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
+    """verify: one input as ``lingyi verify`` takes it; the whole verification is the result."""
+    given = args["input"]
+    try:
+        assertion = input_assertion(given)
+    except ValidationError as exc:  # worded as `lingyi verify --stdin` words it
+        found = "; ".join(f"input.{p.key}: {p.message}" for p in problems(exc, Assertion))
+        return _unformed(given, ValueError(found))
+    except ValueError as exc:  # an input no kind can read: refused, nothing verified
+        return _unformed(given, exc)
+    try:
+        result = app.check(caller, assertion)
+    finally:
+        if caller.once:  # a stateless request is a session of its own
+            app.end_session(caller.session, "request")
+    verdict = verdict_of(result, assertion.member)
+    done = Guarded[Verification](verdict=verdict, result=Verification.of(result))
+    return refusal(done) if result.decision is Decision.REJECTED else success(done)
+
+
 def _post(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     return app.post(caller, args["member"], args["content"])
 
@@ -483,6 +505,7 @@ _OWN: dict[str, tuple[Callable[[ToolTable], ToolFn], Any]] = {
     "begin_task": (_own_tool("begin_task", _task("begin"), wrap=True), Guarded[TaskOutputs]),
     "end_task": (_own_tool("end_task", _task("end"), wrap=True), Guarded[TaskOutputs]),
     "approve_call": (approve_tool, ApprovalAnswer),
+    "verify": (_own_tool("verify", _verify_input, wrap=True), Guarded[Verification]),
 }
 
 

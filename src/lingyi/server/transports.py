@@ -15,7 +15,6 @@ import sys
 import anyio
 from starlette.applications import Starlette
 
-from lingyi import _warm
 from lingyi._logging import get_logger
 from lingyi.config import Config
 from lingyi.errors import ConfigError
@@ -32,16 +31,15 @@ DRAIN_TIMEOUT_S = 30.0  # how long a signal waits for running tool calls
 async def _stop_on_signal(app: GuardApp) -> None:
     """On SIGTERM/SIGINT: let running tool work finish (its log record and commit are
     whole), then exit. The SDK's stdin reader blocks in a thread that cancellation cannot
-    interrupt, so we leave with ``os._exit`` (through :func:`lingyi._warm.exit_now`, which
-    first tells a warm process's caller the exit code); every log record is already on disk
-    (one ``write`` per record), so nothing written is lost."""
+    interrupt, so we leave with ``os._exit``; every log record is already on disk (one
+    ``write`` per record), so nothing written is lost."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             log.warning("signal received; finishing running tool calls", signal=signum)
             drained = await anyio.to_thread.run_sync(app.drain, DRAIN_TIMEOUT_S)
             app.close()
             sys.stderr.flush()
-            _warm.exit_now(0 if drained else 1)
+            os._exit(0 if drained else 1)
 
 
 async def _serve_stdio(app: GuardApp, server: GuardServer) -> None:

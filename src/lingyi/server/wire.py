@@ -15,9 +15,8 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from lingyi import messages
-from lingyi._deferred import DeferredModel
 from lingyi.backends.kb import KBHit
-from lingyi.models import Decision, Fallback, VerificationResult
+from lingyi.models import Decision, Fallback, OnFail, ShadowVerdict, VerificationResult
 
 Executed = Literal["original", "fallback"]
 
@@ -83,7 +82,7 @@ class Verdict(BaseModel):
 R = TypeVar("R", bound=BaseModel)
 
 
-class Guarded(DeferredModel, Generic[R]):
+class Guarded(BaseModel, Generic[R]):
     """A guarded tool's result: the verdict, then what the tool really returned.
 
     ``result`` is null when the tool did not run (a rejection, or the backend refused), so
@@ -94,23 +93,23 @@ class Guarded(DeferredModel, Generic[R]):
     result: R | None = None
 
 
-class SearchHits(DeferredModel):
+class SearchHits(BaseModel):
     hits: list[KBHit]
 
 
-class PostedMessage(DeferredModel):
+class PostedMessage(BaseModel):
     id: str
     sender: str
     content: str
     ts: str
 
 
-class Source(DeferredModel):
+class Source(BaseModel):
     url: str
     title: str
 
 
-class Signal(DeferredModel):
+class Signal(BaseModel):
     """One critic signal: the judge's score, the policy's threshold, whether it passed."""
 
     signal: str
@@ -120,7 +119,7 @@ class Signal(DeferredModel):
     passed: bool
 
 
-class AnswerOutputs(DeferredModel):
+class AnswerOutputs(BaseModel):
     """What verify_answer returns beside the verdict (lingyi.answers): the source gate, the
     attempt, and what a failed attempt lacks."""
 
@@ -142,7 +141,7 @@ class AnswerOutputs(DeferredModel):
     fallback_answer: str | None = Field(None, description="when degraded: an answer citing nothing")
 
 
-class TaskOutputs(DeferredModel):
+class TaskOutputs(BaseModel):
     """What begin_task and end_task return beside the verdict (lingyi.tasks)."""
 
     task: Literal["begin", "end"]
@@ -151,6 +150,36 @@ class TaskOutputs(DeferredModel):
     complete: bool | None = Field(None, description="end: every required tool ran")
     missing: list[str] = Field(default_factory=list, description="end: required, not yet called")
     called: list[str] = Field(default_factory=list, description="end: tools run since it began")
+
+
+class CheckLine(BaseModel):
+    stage: str
+    code: str
+    passed: bool
+    reason: str
+    on_fail: OnFail
+    shadow: OnFail | None = Field(None, description="in shadow mode: the on_fail enforcing gives")
+
+
+class Verification(BaseModel):
+    """The whole verification as ``lingyi verify`` prints it (the ``verify`` tool's result):
+    every check, approved or not; no check's detail (it can be large)."""
+
+    id: str = Field(description="the verification record in the log")
+    assertion_id: str | None
+    member: str | None = Field(description="the member that decided (null: unknown)")
+    decision: Decision
+    reason: str
+    recommendation: str | None
+    fallback: Fallback | None
+    checks: list[CheckLine]
+    shadow: ShadowVerdict | None
+    outputs: dict[str, Any] = Field(description="a conclusion's route, an answer's sources")
+    policy_version: str
+
+    @classmethod
+    def of(cls, result: VerificationResult) -> Verification:
+        return cls.model_validate(result.model_dump(exclude={"checks": {"__all__": {"detail"}}}))
 
 
 def verdict_of(

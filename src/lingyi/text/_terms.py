@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from lingyi.text._forms import canonical_forms
+from lingyi.text._canonical import canonical_text
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class TermMatcher:
     def __init__(self, groups: Mapping[str, Iterable[str]]) -> None:
         entries: dict[str, tuple[bool, set[str]]] = {}
         listed = {group: list(terms) for group, terms in groups.items()}
-        forms = iter(canonical_forms(r.strip().rstrip("*") for ts in listed.values() for r in ts))
+        forms = (canonical_text(r.strip().rstrip("*")) for ts in listed.values() for r in ts)
         for group, terms in listed.items():
             for raw in terms:
                 term = next(forms).strip()

@@ -20,17 +20,16 @@ import tempfile
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from lingyi._lazy import attribute
 from lingyi._logging import get_logger
+from lingyi.backends.kb.documents import MAX_FILE_BYTES, KBDoc, KBProblem, parse_document
 from lingyi.backends.kb.search import MIN_COVERAGE, KBHit, top_hits
 from lingyi.backends.kb.store import Store, fingerprint
 from lingyi.backends.kb.terms import SNIPPET_CHARS, make_snippet, query_terms, segment
 from lingyi.errors import BackendError
 
 if TYPE_CHECKING:
-    from lingyi.backends.kb.documents import MAX_FILE_BYTES, KBDoc, KBProblem, parse_document
     from lingyi.backends.kb.watch import Background
 
 log = get_logger()
@@ -52,18 +51,6 @@ __all__ = [
     "query_terms",
     "segment",
 ]
-
-# Reading and indexing files (documents, indexer, watch) loads with the first knowledge base
-# opened, not with the package: a server imports it for its result types (KBHit) at start and
-# opens its knowledge base on the first search. PEP 562: the names keep their place here.
-_LAZY = dict.fromkeys(
-    ["MAX_FILE_BYTES", "KBDoc", "KBProblem", "parse_document"], f"{__name__}.documents"
-)
-
-
-def __getattr__(name: str) -> Any:
-    return attribute(__name__, _LAZY, globals(), name)
-
 
 DEFAULT_KB_DIR = Path(__file__).resolve().parent.parent.parent / "defaults" / "kb"
 CHECK_INTERVAL_S = 300.0  # full checks behind the watcher; without one, see watch.SPACING

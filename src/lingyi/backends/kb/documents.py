@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lingyi._deferred import DeferredModel
+from pydantic import BaseModel
+
 from lingyi.paths import PathOutsideRoots, resolve_inside
 
 MAX_FILE_BYTES = 1_000_000  # a knowledge article is short; anything bigger is a mistake
@@ -24,7 +25,7 @@ _ID_RE = re.compile(r"^kb:[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _REQUIRED = ("id", "title", "domain")
 
 
-class KBDoc(DeferredModel):
+class KBDoc(BaseModel):
     """One indexed article; ``path`` is relative to the knowledge-base folder."""
 
     id: str
@@ -35,7 +36,7 @@ class KBDoc(DeferredModel):
     path: str
 
 
-class KBProblem(DeferredModel):
+class KBProblem(BaseModel):
     """A file that could not be indexed; ``line`` 0 means the file as a whole."""
 
     file: str

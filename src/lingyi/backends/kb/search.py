@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from lingyi._deferred import DeferredModel
+from pydantic import BaseModel
+
 from lingyi.backends.kb.store import domain_token
 from lingyi.backends.kb.terms import Term, make_snippet
 from lingyi.models import Evidence
@@ -38,7 +39,7 @@ _TEXT = "{title tags body}"  # terms never match the domain column
 _HEAD = "{title tags}"
 
 
-class KBHit(DeferredModel):
+class KBHit(BaseModel):
     """One search result; ``score`` is higher for better matches."""
 
     id: str
