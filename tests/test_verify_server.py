@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.test_server import Deployment, deploy
 
+TOKEN = "tok-desktop-0123456789abcdef0123456789"  # [server] tokens are at least 32 characters
 TOKEN_VAR = "LINGYI_TEST_CLI_TOKEN"
 CONFIG = f"""
 [server]
@@ -34,7 +35,7 @@ host = "127.0.0.1"
 
 [[server.tokens]]
 name = "desktop"
-token = "tok-desktop"
+token = "{TOKEN}"
 members = ["lingyi", "lingzhi"]
 
 [cli]
@@ -85,7 +86,7 @@ def _wait_for(port: int, proc: subprocess.Popen[str]) -> None:
 
 
 def lingyi(
-    dep: Deployment, *args: str, token: str | None = "tok-desktop"
+    dep: Deployment, *args: str, token: str | None = TOKEN
 ) -> subprocess.CompletedProcess[str]:
     """The real ``lingyi`` command with the deployment's config (its token in the variable
     ``[cli] token_env`` names, unless ``token`` is None)."""
@@ -174,7 +175,7 @@ def test_the_human_output_is_the_same_through_the_server(served: tuple[Deploymen
 
 async def _search(url: str, session: str, query: str) -> list[str]:
     """A search_knowledge call of the desktop token's client in ``session``: the hit ids."""
-    headers = {"Authorization": "Bearer tok-desktop", "Lingyi-Session": session}
+    headers = {"Authorization": f"Bearer {TOKEN}", "Lingyi-Session": session}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
         Client(streamable_http_client(url, http_client=http)) as client,
@@ -282,7 +283,7 @@ def test_verify_through_the_server_loads_none_of_the_engine(served: tuple[Deploy
         capture_output=True,
         text=True,
         timeout=120,
-        env=_env(**{TOKEN_VAR: "tok-desktop"}),
+        env=_env(**{TOKEN_VAR: TOKEN}),
     )
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["code"] == 0, done.stderr
