@@ -58,14 +58,6 @@ class LatencyHistogram:
         else:
             self.buckets[index] += 1
 
-    def merge(self, other: LatencyHistogram) -> None:
-        self.buckets.update(other.buckets)
-        self.zeros += other.zeros
-        self.count += other.count
-        self.total_ns += other.total_ns
-        self.low = min(self.low, other.low)
-        self.high = max(self.high, other.high)
-
     @property
     def total(self) -> float:
         """The sum of the values counted, in milliseconds."""
@@ -84,32 +76,6 @@ class LatencyHistogram:
                 middle = math.pow(self.GROWTH, index + 0.5)
                 return min(max(middle, self.low), self.high)
         return self.high
-
-    def as_state(self) -> dict[str, Any]:
-        """Everything it holds as plain JSON (the rollup's): counts dense from the lowest bucket."""
-        first = min(self.buckets, default=0)
-        last = max(self.buckets, default=-1)
-        empty = self.count == 0
-        return {
-            "count": self.count,
-            "total_ns": self.total_ns,
-            "zeros": self.zeros,
-            "low": None if empty else self.low,
-            "high": None if empty else self.high,
-            "first": first,
-            "counts": [self.buckets.get(i, 0) for i in range(first, last + 1)],
-        }
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> LatencyHistogram:
-        histogram = cls()
-        histogram.count, histogram.total_ns = state["count"], state["total_ns"]
-        histogram.zeros = state["zeros"]
-        if state["low"] is not None:
-            histogram.low, histogram.high = state["low"], state["high"]
-        first = state["first"]
-        histogram.buckets.update({first + i: n for i, n in enumerate(state["counts"]) if n})
-        return histogram
 
     def summary(self) -> dict[str, Any]:
         def r(value: float | None) -> float | None:

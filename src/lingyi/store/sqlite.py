@@ -1,0 +1,445 @@
+"""The embedded index: SQLite (standard library, WAL) in one file beside the log.
+
+One transaction per :meth:`SqliteStore.ingest` (``BEGIN IMMEDIATE``: one process ingests at
+a time, the others wait and then find nothing new), holding the rows of the new lines and
+the state they end at, so a line is indexed exactly once even when the server and the CLI
+read the log at the same time. A torn last line (no newline yet: a crash, or a write in
+flight) is reported but not consumed: the next ingest reads it again once it is complete.
+
+The state (byte offset, line count, the chain verifier's last hash, seq, key and report, the
+bytes of the last line read, the file's identity) is sealed: an HMAC with the log key when
+the chain is keyed, else a sha256 (which finds an accident, not a forgery). A state whose
+seal fails, made with other keys, or whose log no longer holds the line it ended at (a log
+rewritten, replaced or cut), is thrown away with every row, and the log ingested again.
+The approval rows, which release held calls, are checked on every read: their hashes
+against a digest in the sealed state, and each record against its own hash or MAC.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+import os
+import sqlite3
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lingyi._logging import get_logger
+from lingyi.errors import LogError
+from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, canonical, hash_ok
+from lingyi.log.keys import KeyRing
+from lingyi.log.reader import LogLine, decode_line, loads, open_log, raw_lines
+from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind
+from lingyi.store import Row, Summary
+
+log = get_logger(__name__)
+
+INDEX_VERSION = 1  # the tables' layout; another version is rebuilt
+MAX_EXAMPLES = 20  # problems listed in the summary; the counts stay exact
+_BATCH = 1000  # lines per executemany (memory holds one batch of rows)
+_DECISIONS = ("approved", "rejected", "fallback")
+_TABLES = ("records", "verifications", "checks", "appeals", "approvals", "outcomes")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT, seal TEXT);
+CREATE TABLE IF NOT EXISTS records (
+    line INTEGER PRIMARY KEY, kind TEXT, id TEXT, ts TEXT, hash TEXT, body BLOB);
+CREATE INDEX IF NOT EXISTS records_id ON records (id);
+CREATE TABLE IF NOT EXISTS verifications (
+    line INTEGER PRIMARY KEY, ts TEXT, member TEXT, decision TEXT, type TEXT, tool TEXT);
+CREATE INDEX IF NOT EXISTS verifications_ts ON verifications (ts);
+CREATE TABLE IF NOT EXISTS checks (line INTEGER, code TEXT, passed INTEGER, on_fail TEXT);
+CREATE INDEX IF NOT EXISTS checks_line ON checks (line);
+CREATE TABLE IF NOT EXISTS appeals (
+    line INTEGER PRIMARY KEY, kind TEXT, id TEXT, appeal_of TEXT, appeal_id TEXT, outcome TEXT);
+CREATE TABLE IF NOT EXISTS approvals (
+    line INTEGER PRIMARY KEY, approval_id TEXT, event TEXT, ts TEXT, member TEXT);
+CREATE TABLE IF NOT EXISTS outcomes (
+    line INTEGER PRIMARY KEY, ts TEXT, member TEXT, tool TEXT, status TEXT);
+"""
+
+
+@dataclass
+class _State:
+    """Where the index stands in the log; everything :meth:`SqliteStore.ingest` resumes from."""
+
+    keys: list[str] | None  # the key ids the chain was verified with (None: no keys)
+    offset: int = 0
+    lines: int = 0
+    prev: str = GENESIS
+    key_id: str | None = None
+    seq: int = 0
+    last: list[Any] | None = None  # the verifier's last hashed record: line, id, keyed
+    report: dict[str, Any] = field(default_factory=lambda: ChainReport().state())
+    anchor: list[Any] | None = None  # offset and sha256 of the last line read
+    file: list[int] | None = None  # st_dev, st_ino of the log
+    invalid: int = 0
+    unknown_schema: int = 0
+    schema_versions: dict[str, int] = field(default_factory=dict)
+    other_kinds: dict[str, int] = field(default_factory=dict)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    approvals: str = ""  # running sha256 of the approval rows' hashes, in log order
+    version: int = INDEX_VERSION
+
+
+def _fingerprint(keys: KeyRing | None) -> list[str] | None:
+    return None if keys is None else list(keys.keys)
+
+
+class SqliteStore:
+    """The index of one log in one SQLite file (in memory when the file cannot be written:
+    the same answers, rebuilt on every open)."""
+
+    def __init__(self, log_path: Path, keys: KeyRing | None, path: Path) -> None:
+        self.log_path, self.keys, self.path = log_path, keys, path
+        self.db = _connect(path)
+        self.summary = Summary(ChainReport())
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- the seal -------------------------------------------------------------------------
+
+    def _seal(self, body: bytes) -> str:
+        if self.keys is None:
+            return "sha256:" + hashlib.sha256(body).hexdigest()
+        key = self.keys.current
+        return f"hmac:{key.key_id}:{key.index_mac(body)}"
+
+    def _unsealed(self, body: bytes, seal: str) -> bool:
+        """Does ``seal`` fail for ``body`` (edited, or sealed with a key not in the ring)?"""
+        if self.keys is None:
+            return not hmac.compare_digest(seal, self._seal(body))
+        scheme, _, rest = seal.partition(":")
+        key_id, _, mac = rest.partition(":")
+        key = self.keys.get(key_id)
+        return scheme != "hmac" or key is None or not hmac.compare_digest(mac, key.index_mac(body))
+
+    # -- resuming -------------------------------------------------------------------------
+
+    def _resume(self) -> _State:
+        """The saved state if it still describes the log; else a fresh one, tables emptied."""
+        row = self.db.execute("SELECT body, seal FROM state").fetchone()
+        why = "no index yet" if row is None else self._stale(row[0], row[1])
+        if why is None:
+            return _State(**json.loads(row[0]))
+        if row is not None:
+            log.info("store.rebuild", index=str(self.path), log=str(self.log_path), why=why)
+        for table in (*_TABLES, "state"):
+            self.db.execute(f"DELETE FROM {table}")
+        return _State(_fingerprint(self.keys))
+
+    def _stale(self, body: str, seal: str) -> str | None:
+        if self._unsealed(body.encode(), seal):
+            return "the seal does not match (the index was edited, or sealed with another key)"
+        state = _State(**json.loads(body))
+        if state.version != INDEX_VERSION or state.keys != _fingerprint(self.keys):
+            return "made by another version or with other keys"
+        if state.anchor is not None and not self._anchored(state):
+            return "the log no longer holds the line the index ended at (rewritten or cut)"
+        return None
+
+    def _anchored(self, state: _State) -> bool:
+        handle = open_log(self.log_path)
+        if handle is None:
+            return False
+        with handle:
+            info = os.fstat(handle.fileno())
+            if state.file != [info.st_dev, info.st_ino] or info.st_size < state.offset:
+                return False
+            start = int(state.anchor[0]) if state.anchor else 0
+            handle.seek(start)
+            data = handle.read(state.offset - start)
+        return state.anchor is not None and hashlib.sha256(data).hexdigest() == state.anchor[1]
+
+    # -- ingesting ------------------------------------------------------------------------
+
+    def ingest(self) -> Summary:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                state = self._resume()
+                torn = self._read_new(state)
+                self._save(state)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise LogError(f"cannot update the log index {self.path}: {exc}") from exc
+        self.summary = _summary(state, self.keys, torn)
+        return self.summary
+
+    def rebuild(self) -> Summary:
+        self.db.execute("DELETE FROM state")
+        return self.ingest()
+
+    def _read_new(self, state: _State) -> tuple[int, str] | None:
+        """Index the complete lines after ``state.offset``; the torn last line, if any."""
+        chain = _verifier(state, self.keys)
+        batch = _Batch(state)
+        for number, offset, raw in raw_lines(self.log_path, state.offset):
+            lineno = state.lines + number
+            if not raw.endswith(b"\n"):
+                batch.flush(self.db)
+                batch.finish(chain, self.log_path)
+                return lineno, decode_line(0, raw).error or "torn line"
+            batch.lines = lineno
+            if raw.strip():
+                line = decode_line(lineno, raw, offset)
+                problem = chain.feed(line)
+                if problem is not None:
+                    batch.example(problem.lineno, problem.record_id, problem.text)
+                if chain.trusted and line.record is not None:
+                    batch.add(lineno, raw, line.record)
+            batch.anchor = [offset, raw]
+            if len(batch) >= _BATCH:
+                batch.flush(self.db)
+        batch.flush(self.db)
+        batch.finish(chain, self.log_path)
+        return None
+
+    def _save(self, state: _State) -> None:
+        body = canonical(vars(state))
+        self.db.execute(
+            "INSERT OR REPLACE INTO state (id, body, seal) VALUES (1, ?, ?)",
+            (body, self._seal(body.encode())),
+        )
+
+    # -- queries --------------------------------------------------------------------------
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[Row]:
+        for line, body in self.db.execute(sql, params):
+            yield line, loads(body)
+
+    def verifications(self, start: str, end: str, member: str | None = None) -> Iterator[Row]:
+        who = "" if member is None else " AND v.member = ?"
+        sql = (
+            "SELECT v.line, r.body FROM verifications v JOIN records r USING (line) "
+            f"WHERE v.ts >= ? AND v.ts < ?{who} ORDER BY v.line"
+        )
+        return self._rows(sql, (start, end) if member is None else (start, end, member))
+
+    def records(
+        self, kinds: Collection[str] | None = None, *, newest_first: bool = False
+    ) -> Iterator[Row]:
+        order = "DESC" if newest_first else "ASC"
+        if kinds is None:
+            return self._rows(f"SELECT line, body FROM records ORDER BY line {order}")
+        marks = ",".join("?" * len(kinds))
+        sql = f"SELECT line, body FROM records WHERE kind IN ({marks}) ORDER BY line {order}"
+        return self._rows(sql, tuple(kinds))
+
+    def find(self, record_id: str) -> dict[str, Any] | None:
+        sql = "SELECT line, body FROM records WHERE id = ? ORDER BY line DESC LIMIT 1"
+        return next((record for _, record in self._rows(sql, (record_id,))), None)
+
+    def appeals(self, ref: str | None = None) -> Iterator[Row]:
+        base = "SELECT a.line, r.body FROM appeals a JOIN records r USING (line)"
+        if ref is None:
+            return self._rows(base + " ORDER BY a.line")
+        where = " WHERE ? IN (a.id, a.appeal_of, a.appeal_id) ORDER BY a.line"
+        return self._rows(base + where, (ref,))
+
+    def outcomes(self, start: str, end: str, member: str | None = None) -> Iterator[Row]:
+        who = "" if member is None else " AND o.member = ?"
+        sql = (
+            "SELECT o.line, r.body FROM outcomes o JOIN records r USING (line) "
+            f"WHERE o.ts >= ? AND o.ts < ?{who} ORDER BY o.line"
+        )
+        return self._rows(sql, (start, end) if member is None else (start, end, member))
+
+    def approvals(self, since: str | None = None) -> Iterator[Row]:
+        """Approval events, each checked again: the rows against the sealed digest (none
+        added, removed or reordered), each record against its own hash or MAC. An index
+        that fails is rebuilt from the log, once; if it fails again, the read is refused."""
+        rows = self._approval_rows()
+        if rows is None:
+            log.warning("store.approvals_changed", index=str(self.path))
+            self.rebuild()
+            rows = self._approval_rows()
+        if rows is None:
+            raise LogError(f"the approvals in the log index {self.path} fail their check")
+        return iter(
+            [(line, record) for line, ts, record in rows if since is None or (ts or "") >= since]
+        )
+
+    def _approval_rows(self) -> list[tuple[int, str | None, dict[str, Any]]] | None:
+        sql = "SELECT a.line, a.ts, r.hash, r.body FROM approvals a JOIN records r USING (line)"
+        state = self.db.execute("SELECT body FROM state").fetchone()
+        digest, rows = "", []
+        for line, ts, stored, body in self.db.execute(sql + " ORDER BY a.line"):
+            digest = _chained(digest, stored)
+            record = loads(body)
+            if record.get("hash") != stored or not self._authentic(body, record):
+                return None
+            rows.append((line, ts, record))
+        return rows if state is not None and digest == json.loads(state[0])["approvals"] else None
+
+    def _authentic(self, body: bytes, record: dict[str, Any]) -> bool:
+        """The record's own hash or MAC, as the chain verifier checked it when ingested."""
+        key_id = record.get("key_id")
+        if key_id is None:
+            return hash_ok(body, record)
+        if self.keys is None:
+            return True  # keyed, and no key to check it with: as the verifier counted it
+        key = self.keys.get(key_id)
+        return key is not None and hash_ok(body, record, key)
+
+
+def _chained(digest: str, record_hash: str) -> str:
+    return hashlib.sha256((digest + record_hash).encode()).hexdigest()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """The index file, in WAL mode; in memory when it cannot be opened or written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(_SCHEMA)
+        return db
+    except (OSError, sqlite3.Error) as exc:
+        log.warning("store.in_memory", index=str(path), error=str(exc))
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    db.executescript(_SCHEMA)
+    return db
+
+
+def _verifier(state: _State, keys: KeyRing | None) -> ChainVerifier:
+    report = ChainReport.from_state(state.report)
+    chain = ChainVerifier(state.prev, keys, key_id=state.key_id, seq=state.seq, report=report)
+    if state.last:
+        lineno, record_id, keyed = state.last
+        chain.last = (int(lineno), record_id, bool(keyed))
+    return chain
+
+
+def _summary(state: _State, keys: KeyRing | None, torn: tuple[int, str] | None) -> Summary:
+    """The state as readers see it: a torn last line counted, the end-of-log check made
+    (on a copy: neither is part of what the next ingest resumes from)."""
+    chain = _verifier(copy.deepcopy(state), keys)
+    found = [chain.feed(LogLine(torn[0], None, torn[1])) if torn else None, chain.finish()]
+    examples = list(state.examples)
+    for problem in found:  # a torn line is counted as unreadable, not consumed
+        if problem is not None and len(examples) < MAX_EXAMPLES:
+            examples.append(
+                {"line": problem.lineno, "id": problem.record_id, "problem": problem.text}
+            )
+    return Summary(
+        chain.report, state.invalid, state.unknown_schema,
+        dict(state.schema_versions), dict(state.other_kinds), examples,
+    )  # fmt: skip
+
+
+class _Batch:
+    """The rows of the lines read so far, inserted in batches; the state moved on with them."""
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+        self.rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in _TABLES}
+        self.anchor: list[Any] | None = None
+        self.count = 0
+        self.lines = state.lines  # the last complete line read
+
+    def __len__(self) -> int:
+        return self.count
+
+    def example(self, lineno: int, record_id: object, text: str) -> None:
+        if len(self.state.examples) < MAX_EXAMPLES:
+            rid = record_id if isinstance(record_id, str) else None
+            self.state.examples.append({"line": lineno, "id": rid, "problem": text})
+
+    def add(self, lineno: int, raw: bytes, record: dict[str, Any]) -> None:
+        """One authenticated record: its row, and the row of its kind."""
+        self.count += 1
+        kind, state = record_kind(record), self.state
+        version = record.get("v", 0)
+        state.schema_versions[str(version)] = state.schema_versions.get(str(version), 0) + 1
+        if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+            state.unknown_schema += 1
+            self.example(lineno, record.get("id"), f"unknown schema version {version!r}")
+        ts = normalise_ts(record.get("ts"))
+        if ts is None and kind in ("verification", "approval", "outcome"):
+            state.invalid += 1
+            self.example(lineno, record.get("id"), f"bad ts {record.get('ts')!r}")
+        body = raw.rstrip(b"\r\n")
+        self.rows["records"].append((lineno, kind, _text(record.get("id")), ts,
+                                     _text(record.get("hash")), body))  # fmt: skip
+        self._kind(lineno, kind, ts, record)
+
+    def _kind(self, lineno: int, kind: str, ts: str | None, record: dict[str, Any]) -> None:
+        get, rows = record.get, self.rows
+        if kind == "verification":
+            self._verification(lineno, ts, record)
+        elif kind in ("appeal", "appeal_resolution"):
+            row = (lineno, kind, _text(get("id")), _text(get("appeal_of")),
+                   _text(get("appeal_id")), _text(get("outcome")))  # fmt: skip
+            rows["appeals"].append(row)
+        elif kind == "approval":
+            rows["approvals"].append(
+                (lineno, _text(get("approval_id")), _text(get("event")), ts, _text(get("member")))
+            )
+            self.state.approvals = _chained(self.state.approvals, str(get("hash")))
+        elif kind == "outcome":
+            rows["outcomes"].append(
+                (lineno, ts, _text(get("member")), _text(get("tool")), _text(get("status")))
+            )
+        elif kind != "key_rotation":
+            self.state.other_kinds[kind] = self.state.other_kinds.get(kind, 0) + 1
+
+    def _verification(self, lineno: int, ts: str | None, record: dict[str, Any]) -> None:
+        decision = record.get("decision")
+        if ts is not None and decision not in _DECISIONS:
+            self.state.invalid += 1
+            self.example(lineno, record.get("id"), "no valid decision")
+            ts = None  # counted in no window
+        tool = record.get("tool_call")
+        name = _text(tool.get("name")) if isinstance(tool, dict) else None
+        self.rows["verifications"].append(
+            (lineno, ts, _text(record.get("member")), decision, _text(record.get("type")), name)
+        )
+        checks = record.get("checks")
+        for check in checks if isinstance(checks, list) else ():
+            if isinstance(check, dict):
+                passed = check.get("passed")
+                row = (lineno, _text(check.get("code")), None if passed is None else bool(passed),
+                       _text(check.get("on_fail")))  # fmt: skip
+                self.rows["checks"].append(row)
+
+    def flush(self, db: sqlite3.Connection) -> None:
+        for table, rows in self.rows.items():
+            if rows:
+                marks = ",".join("?" * len(rows[0]))
+                db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+                rows.clear()
+        self.count = 0
+
+    def finish(self, chain: ChainVerifier, path: Path) -> None:
+        """Move the state on to where the chain and the lines read end."""
+        state = self.state
+        state.prev, state.key_id, state.seq = chain.prev, chain.key_id, chain.seq
+        state.last = list(chain.last) if chain.last else None
+        state.report, state.lines = chain.report.state(), self.lines
+        if self.anchor is not None:
+            offset, raw = self.anchor
+            state.anchor = [offset, hashlib.sha256(raw).hexdigest()]
+            state.offset = offset + len(raw)
+        if state.file is None and (info := _file_id(path)) is not None:
+            state.file = info
+
+
+def _file_id(path: Path) -> list[int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino]
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
