@@ -37,8 +37,9 @@ def stats(app: App, member: str | None, full: bool, as_json: bool, **window: Any
     span = window_from_args(zone, **window)
     keys, index = log_keys(config), store_path(config)
     result = compute_stats(
-        config.log_path, span, member=member, keys=keys, index=index, rebuild=full
-    )
+        config.log_path, span, member=member, keys=keys, index=index,
+        checkpoints=config.checkpoints_path, rebuild=full,
+    )  # fmt: skip
     if as_json:
         app.json(result, indent=2)  # a document people read as well as parse
     else:

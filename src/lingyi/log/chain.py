@@ -268,12 +268,14 @@ class ChainVerifier:
         stored, record_id = record["hash"], _id_of(record)
         problem = self._content(line, record, record_id)
         self.trusted = problem is None
+        rotation = record_kind(record) == ROTATION
         if (why := key_problem(self.key_id, record, self.keys)) is not None:
             self.trusted = False
             problem = problem or self._counted_break("rekeyed", line.lineno, record_id, why)
         elif record.get("prev") != self.prev:
             problem = problem or self.relinked(line.lineno, record_id)
-        self._advance(record, stored)
+        # A refused rotation changes no key: what follows it must still be keyed as before.
+        self._advance(record, stored, keep_key=rotation and why is not None)
         self.last = (line.lineno, record_id, "key_id" in record)
         return problem
 
@@ -296,13 +298,14 @@ class ChainVerifier:
             ok = isinstance(stored, str) and hash_ok(line.raw, record, key)
         return None if ok else self._counted_break("edited", line.lineno, record_id, EDITED)
 
-    def _advance(self, record: dict[str, Any], stored: object) -> None:
+    def _advance(self, record: dict[str, Any], stored: object, keep_key: bool) -> None:
         if isinstance(stored, str):
             self.prev = stored
         if record_kind(record) == ROTATION:
             self.report.rotations += 1
         key_id = record.get("key_id")
-        self.key_id = key_id if isinstance(key_id, str) else None
+        if not keep_key:
+            self.key_id = key_id if isinstance(key_id, str) else None
         seq = record.get("seq")
         self.seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else self.seq + 1
 

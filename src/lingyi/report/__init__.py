@@ -41,7 +41,10 @@ def weekly_stats(
     index beside the log, with the week before it and the records to act on (``review``)."""
     window = week_window(week, resolve_zone(tz, config))
     keys, index = log_keys(config), store_path(config)
-    figures = compute_stats(config.log_path, window, member=member, keys=keys, index=index)
+    figures = compute_stats(
+        config.log_path, window, member=member, keys=keys, index=index,
+        checkpoints=config.checkpoints_path,
+    )  # fmt: skip
     return with_review(figures, config.log_path, window, member, keys=keys, index=index)
 
 

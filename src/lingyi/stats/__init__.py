@@ -66,6 +66,7 @@ def compute_stats(
     member: str | None = None,
     keys: KeyRing | None = None,
     index: Path | None = None,
+    checkpoints: Path | None = None,
     rebuild: bool = False,
 ) -> dict[str, Any]:
     """Stats of the log at ``path`` over ``window`` (``docs/stats-json.md``), from its index
@@ -73,8 +74,9 @@ def compute_stats(
     again from the whole log (``lingyi stats --full``). ``keys``: the log's keys, so that
     ``integrity.chain_ok`` checks MACs as ``lingyi log verify`` does. The period before the
     window (:func:`previous_window`) is counted too, for ``previous``, ``change`` and
-    ``largest_changes``."""
-    store = open_store(path, keys, index, rebuild=rebuild)
+    ``largest_changes``. ``checkpoints``: the log's checkpoint file, checked as ``lingyi log
+    verify`` checks it (``integrity.verified`` is its verdict)."""
+    store = open_store(path, keys, index, checkpoints=checkpoints, rebuild=rebuild)
     try:
         integrity = integrity_json(store.summary)
         aggs = [_count(store, w, member) for w in (window, previous_window(window))]
@@ -129,8 +131,9 @@ def stats_for(
     window = days_window(days, resolve_zone(tz, config))
     keys = log_keys(config)
     return compute_stats(
-        config.log_path, window, member=member, keys=keys, index=store_path(config)
-    )
+        config.log_path, window, member=member, keys=keys, index=store_path(config),
+        checkpoints=config.checkpoints_path,
+    )  # fmt: skip
 
 
 def with_review(

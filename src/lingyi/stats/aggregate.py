@@ -79,9 +79,12 @@ def integrity_json(summary: Summary) -> dict[str, Any]:
     """The ``integrity`` object: ``chain_ok`` is exactly ``lingyi log verify``'s verdict."""
     chain = summary.chain
     bad = chain.unreadable_count + summary.invalid + chain.break_count + summary.unknown_schema
+    anchor = summary.checkpoints
     return {
-        "ok": bad == 0,
+        "ok": bad == 0 and summary.verified,
         "chain_ok": chain.ok,
+        "checkpoints_ok": None if anchor is None else anchor.ok,
+        "verified": summary.verified,
         "lines": chain.lines,
         "records": chain.records,
         "unreadable": chain.unreadable_count,
@@ -168,12 +171,8 @@ def _finite_ms(value: object) -> float | None:
 
 
 class Counters:
-    """The figures of a set of verifications, as counters only.
-
-    A windowed pass keeps one (:class:`Aggregator`); the rollup keeps one per member and
-    local day (:mod:`lingyi.stats.rollup`), and a window's figures are the sum of its days',
-    so both count a record with the same code, :meth:`count`.
-    """
+    """The figures of a set of verifications, as counters only, each counted by
+    :meth:`count`."""
 
     def __init__(self) -> None:
         self.groups: dict[str, dict[str, Tally]] = {
@@ -291,8 +290,8 @@ class ShadowFigures:
 
     A verification with a ``shadow`` decision moves, in the "would have" figures, from its
     decision to the shadow one (in the totals and under each check that failed in it); every
-    other verification would have been decided as it was. Kept as differences, so that the
-    figures of any set of verifications are the sum of its parts' (chunks, rollup days).
+    other verification would have been decided as it was. Kept as differences from the
+    real figures, which the "would have" figures are built on.
     """
 
     def __init__(self) -> None:

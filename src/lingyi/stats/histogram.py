@@ -1,10 +1,9 @@
-"""A fixed-size, mergeable latency histogram with percentiles within 0.5%.
+"""A fixed-size latency histogram with percentiles within 0.5%.
 
 Buckets grow by 1% and a value is reported at its bucket's geometric midpoint, so every
 percentile is within 0.5% of a latency that really occurred, and memory does not depend on
 how many latencies were counted. The sum behind the mean is kept in whole nanoseconds, so
-histograms merged in any order (chunks of a pass, days of the rollup) give the same mean to
-the last digit: a float sum would depend on the order of the additions.
+the mean does not depend on the order of the additions, as a float sum would.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 
 
 class LatencyHistogram:
-    """Log-bucket histogram of latencies in milliseconds: fixed size, mergeable.
+    """Log-bucket histogram of latencies in milliseconds: fixed size.
 
     Bucket ``i`` holds values in [GROWTH**i, GROWTH**(i+1)); indices are clamped to
     [-700, 2100] (1 µs to ~1.2e9 ms), so at most ~2800 counters exist. Values below 1 µs

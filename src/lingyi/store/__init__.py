@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lingyi.log.chain import ChainReport
+from lingyi.log.checkpoints import CheckpointReport
 from lingyi.log.keys import KeyRing
 
 Row = tuple[int, dict[str, Any]]  # (line in the log, the record as written)
@@ -41,6 +42,12 @@ class Summary:
     schema_versions: dict[str, int] = field(default_factory=dict)
     other_kinds: dict[str, int] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)  # the first problems
+    checkpoints: CheckpointReport | None = None  # None: no checkpoint file configured
+
+    @property
+    def verified(self) -> bool:
+        """``lingyi log verify``'s verdict: the chain, and the checkpoints when configured."""
+        return self.chain.ok and (self.checkpoints is None or self.checkpoints.ok)
 
 
 class Store(Protocol):
@@ -88,13 +95,18 @@ class Store(Protocol):
 
 
 def open_store(
-    log: Path, keys: KeyRing | None = None, path: Path | None = None, *, rebuild: bool = False
+    log: Path,
+    keys: KeyRing | None = None,
+    path: Path | None = None,
+    *,
+    checkpoints: Path | None = None,
+    rebuild: bool = False,
 ) -> Store:
     """The index of ``log`` (at ``path``, default beside it), brought up to date
-    (``rebuild``: made again from the whole log)."""
+    (``rebuild``: made again from the whole log), its ``checkpoints`` checked as it reads."""
     from lingyi.store.sqlite import SqliteStore
 
-    store = SqliteStore(log, keys, path or default_path(log))
+    store = SqliteStore(log, keys, path or default_path(log), checkpoints)
     try:
         store.rebuild() if rebuild else store.ingest()
     except BaseException:

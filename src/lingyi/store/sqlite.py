@@ -31,10 +31,12 @@ from typing import Any
 from lingyi._logging import get_logger
 from lingyi.errors import LogError
 from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, canonical, hash_ok
+from lingyi.log.checkpoints import CheckpointReport
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import LogLine, decode_line, loads, open_log, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind
 from lingyi.store import Row, Summary
+from lingyi.store.anchor import read_checkpoints
 
 log = get_logger(__name__)
 
@@ -42,17 +44,18 @@ INDEX_VERSION = 1  # the tables' layout; another version is rebuilt
 MAX_EXAMPLES = 20  # problems listed in the summary; the counts stay exact
 _BATCH = 1000  # lines per executemany (memory holds one batch of rows)
 _DECISIONS = ("approved", "rejected", "fallback")
-_TABLES = ("records", "verifications", "checks", "appeals", "approvals", "outcomes")
+_TABLES = ("records", "links", "verifications", "checks", "appeals", "approvals", "outcomes")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT, seal TEXT);
 CREATE TABLE IF NOT EXISTS records (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, ts TEXT, hash TEXT, body BLOB);
 CREATE INDEX IF NOT EXISTS records_id ON records (id);
+CREATE TABLE IF NOT EXISTS links (line INTEGER PRIMARY KEY, seq INTEGER, hash TEXT);
+CREATE INDEX IF NOT EXISTS links_seq ON links (seq);
 CREATE TABLE IF NOT EXISTS verifications (
     line INTEGER PRIMARY KEY, ts TEXT, member TEXT, decision TEXT, type TEXT, tool TEXT);
 CREATE INDEX IF NOT EXISTS verifications_ts ON verifications (ts);
 CREATE TABLE IF NOT EXISTS checks (line INTEGER, code TEXT, passed INTEGER, on_fail TEXT);
-CREATE INDEX IF NOT EXISTS checks_line ON checks (line);
 CREATE TABLE IF NOT EXISTS appeals (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, appeal_of TEXT, appeal_id TEXT, outcome TEXT);
 CREATE TABLE IF NOT EXISTS approvals (
@@ -76,12 +79,15 @@ class _State:
     report: dict[str, Any] = field(default_factory=lambda: ChainReport().state())
     anchor: list[Any] | None = None  # offset and sha256 of the last line read
     file: list[int] | None = None  # st_dev, st_ino of the log
+    mtime: int | None = None  # st_mtime_ns, when the index ended at the end of the file
     invalid: int = 0
     unknown_schema: int = 0
     schema_versions: dict[str, int] = field(default_factory=dict)
     other_kinds: dict[str, int] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)
     approvals: str = ""  # running sha256 of the approval rows' hashes, in log order
+    # Per checkpoint file, lingyi.store.anchor's state (readers may name none, or another).
+    checkpoints: dict[str, Any] = field(default_factory=dict)
     version: int = INDEX_VERSION
 
 
@@ -93,8 +99,11 @@ class SqliteStore:
     """The index of one log in one SQLite file (in memory when the file cannot be written:
     the same answers, rebuilt on every open)."""
 
-    def __init__(self, log_path: Path, keys: KeyRing | None, path: Path) -> None:
+    def __init__(
+        self, log_path: Path, keys: KeyRing | None, path: Path, checkpoints: Path | None = None
+    ) -> None:
         self.log_path, self.keys, self.path = log_path, keys, path
+        self.checkpoints = checkpoints
         self.db = _connect(path)
         self.summary = Summary(ChainReport())
 
@@ -138,6 +147,7 @@ class SqliteStore:
         state = _State(**json.loads(body))
         if state.version != INDEX_VERSION or state.keys != _fingerprint(self.keys):
             return "made by another version or with other keys"
+
         if state.anchor is not None and not self._anchored(state):
             return "the log no longer holds the line the index ended at (rewritten or cut)"
         return None
@@ -150,6 +160,8 @@ class SqliteStore:
             info = os.fstat(handle.fileno())
             if state.file != [info.st_dev, info.st_ino] or info.st_size < state.offset:
                 return False
+            if info.st_size == state.offset and state.mtime not in (None, info.st_mtime_ns):
+                return False  # no byte added, yet written to: rewritten in place
             start = int(state.anchor[0]) if state.anchor else 0
             handle.seek(start)
             data = handle.read(state.offset - start)
@@ -163,6 +175,7 @@ class SqliteStore:
             try:
                 state = self._resume()
                 torn = self._read_new(state)
+                anchor = self._read_checkpoints(state)
                 self._save(state)
                 self.db.execute("COMMIT")
             except BaseException:
@@ -171,7 +184,17 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise LogError(f"cannot update the log index {self.path}: {exc}") from exc
         self.summary = _summary(state, self.keys, torn)
+        self.summary.checkpoints = anchor
         return self.summary
+
+    def _read_checkpoints(self, state: _State) -> CheckpointReport | None:
+        if self.checkpoints is None:
+            return None
+        name = str(self.checkpoints)
+        saved = state.checkpoints.get(name, {})
+        found = read_checkpoints(self.db, self.checkpoints, self.keys, saved, state.seq)
+        state.checkpoints[name], report = found
+        return report
 
     def rebuild(self) -> Summary:
         self.db.execute("DELETE FROM state")
@@ -193,6 +216,8 @@ class SqliteStore:
                 problem = chain.feed(line)
                 if problem is not None:
                     batch.example(problem.lineno, problem.record_id, problem.text)
+                if line.record is not None and chain.prev == line.record.get("hash"):
+                    batch.rows["links"].append((lineno, chain.seq, chain.prev))
                 if chain.trusted and line.record is not None:
                     batch.add(lineno, raw, line.record)
             batch.anchor = [offset, raw]
@@ -404,12 +429,11 @@ class _Batch:
             (lineno, ts, _text(record.get("member")), decision, _text(record.get("type")), name)
         )
         checks = record.get("checks")
-        for check in checks if isinstance(checks, list) else ():
-            if isinstance(check, dict):
-                passed = check.get("passed")
-                row = (lineno, _text(check.get("code")), None if passed is None else bool(passed),
-                       _text(check.get("on_fail")))  # fmt: skip
-                self.rows["checks"].append(row)
+        self.rows["checks"].extend(
+            (lineno, _text(c.get("code")), c.get("passed") is True, _text(c.get("on_fail")))
+            for c in (checks if isinstance(checks, list) else ())
+            if isinstance(c, dict)
+        )
 
     def flush(self, db: sqlite3.Connection) -> None:
         for table, rows in self.rows.items():
@@ -429,17 +453,15 @@ class _Batch:
             offset, raw = self.anchor
             state.anchor = [offset, hashlib.sha256(raw).hexdigest()]
             state.offset = offset + len(raw)
-        if state.file is None and (info := _file_id(path)) is not None:
-            state.file = info
-
-
-def _file_id(path: Path) -> list[int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return [info.st_dev, info.st_ino]
+        try:
+            info = path.stat()
+        except OSError:
+            return
+        state.file = state.file or [info.st_dev, info.st_ino]
+        state.mtime = info.st_mtime_ns if info.st_size == state.offset else None
 
 
 def _text(value: object) -> str | None:
-    return None if value is None else str(value)
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
