@@ -17,6 +17,7 @@ against a digest in the sealed state, and each record against its own hash or MA
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import hmac
@@ -49,12 +50,9 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT, seal TEXT);
 CREATE TABLE IF NOT EXISTS records (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, ts TEXT, hash TEXT, body BLOB);
-CREATE INDEX IF NOT EXISTS records_id ON records (id);
 CREATE TABLE IF NOT EXISTS links (line INTEGER PRIMARY KEY, seq INTEGER, hash TEXT);
-CREATE INDEX IF NOT EXISTS links_seq ON links (seq);
 CREATE TABLE IF NOT EXISTS verifications (
     line INTEGER PRIMARY KEY, ts TEXT, member TEXT, decision TEXT, type TEXT, tool TEXT);
-CREATE INDEX IF NOT EXISTS verifications_ts ON verifications (ts);
 CREATE TABLE IF NOT EXISTS checks (line INTEGER, code TEXT, passed INTEGER, on_fail TEXT);
 CREATE TABLE IF NOT EXISTS appeals (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, appeal_of TEXT, appeal_id TEXT, outcome TEXT);
@@ -63,6 +61,29 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE TABLE IF NOT EXISTS outcomes (
     line INTEGER PRIMARY KEY, ts TEXT, member TEXT, tool TEXT, status TEXT);
 """
+# Made after a build from the first line (sorting once is much cheaper than keeping them
+# sorted row by row), and dropped before one.
+# The rows of a batch's verifications and their checks, made from the records' bodies by
+# SQLite's JSON functions (in C: most of the cost of a build, were it done row by row here).
+# A verification without a valid decision gets no ts: it is in no window.
+_FROM_BODY = (
+    """INSERT INTO verifications SELECT line,
+        CASE WHEN json_extract(j, '$.decision') IN ('approved', 'rejected', 'fallback')
+             THEN ts END,
+        json_extract(j, '$.member'), json_extract(j, '$.decision'), json_extract(j, '$.type'),
+        json_extract(j, '$.tool_call.name')
+    FROM (SELECT line, ts, CAST(body AS TEXT) AS j FROM records
+          WHERE line BETWEEN ? AND ? AND kind = 'verification')""",
+    """INSERT INTO checks SELECT r.line, json_extract(c.value, '$.code'),
+        json_extract(c.value, '$.passed') IS 1, json_extract(c.value, '$.on_fail')
+    FROM records AS r, json_each(CAST(r.body AS TEXT), '$.checks') AS c
+    WHERE r.line BETWEEN ? AND ? AND r.kind = 'verification' AND c.type = 'object'""",
+)
+_INDEXES = {
+    "records_id": "records (id)",
+    "links_seq": "links (seq)",
+    "verifications_ts": "verifications (ts)",
+}
 
 
 @dataclass
@@ -104,7 +125,8 @@ class SqliteStore:
     ) -> None:
         self.log_path, self.keys, self.path = log_path, keys, path
         self.checkpoints = checkpoints
-        self.db = _connect(path)
+        # No log (yet, or a mistyped path): nothing to keep, and no folder made for it.
+        self.db, self.in_memory = _connect(path) if log_path.exists() else (_memory(), True)
         self.summary = Summary(ChainReport())
 
     def close(self) -> None:
@@ -170,22 +192,36 @@ class SqliteStore:
     # -- ingesting ------------------------------------------------------------------------
 
     def ingest(self) -> Summary:
+        """Index the new lines in one transaction. An index file that cannot be written (a
+        full disk, a size limit, a lock held too long) gives way to one in memory."""
         try:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                state = self._resume()
-                torn = self._read_new(state)
-                anchor = self._read_checkpoints(state)
-                self._save(state)
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
+            state, torn, anchor = self._transaction()
         except sqlite3.Error as exc:
-            raise LogError(f"cannot update the log index {self.path}: {exc}") from exc
+            if self.in_memory:
+                raise LogError(f"cannot index the log {self.log_path}: {exc}") from exc
+            log.info("store.in_memory", index=str(self.path), error=str(exc))
+            self.db.close()
+            self.db, self.in_memory = _memory(), True
+            return self.ingest()
         self.summary = _summary(state, self.keys, torn)
         self.summary.checkpoints = anchor
         return self.summary
+
+    def _transaction(self) -> tuple[_State, tuple[int, str] | None, CheckpointReport | None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            state = self._resume()
+            self._indexes(drop=state.offset == 0)
+            torn = self._read_new(state)
+            self._indexes(drop=False)
+            anchor = self._read_checkpoints(state)
+            self._save(state)
+            self.db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+            raise
+        return state, torn, anchor
 
     def _read_checkpoints(self, state: _State) -> CheckpointReport | None:
         if self.checkpoints is None:
@@ -199,6 +235,15 @@ class SqliteStore:
     def rebuild(self) -> Summary:
         self.db.execute("DELETE FROM state")
         return self.ingest()
+
+    def _indexes(self, drop: bool) -> None:
+        for name, on in _INDEXES.items():
+            sql = (
+                f"DROP INDEX IF EXISTS {name}"
+                if drop
+                else f"CREATE INDEX IF NOT EXISTS {name} ON {on}"
+            )
+            self.db.execute(sql)
 
     def _read_new(self, state: _State) -> tuple[int, str] | None:
         """Index the complete lines after ``state.offset``; the torn last line, if any."""
@@ -319,17 +364,22 @@ def _chained(digest: str, record_hash: str) -> str:
     return hashlib.sha256((digest + record_hash).encode()).hexdigest()
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    """The index file, in WAL mode; in memory when it cannot be opened or written."""
+def _connect(path: Path) -> tuple[sqlite3.Connection, bool]:
+    """The index file, in WAL mode (and False); in memory when it cannot be opened (True)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA cache_size=-65536")  # 64 MiB: a build touches many pages
         db.executescript(_SCHEMA)
-        return db
+        return db, False
     except (OSError, sqlite3.Error) as exc:
-        log.warning("store.in_memory", index=str(path), error=str(exc))
+        log.info("store.in_memory", index=str(path), error=str(exc))
+    return _memory(), True
+
+
+def _memory() -> sqlite3.Connection:
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     db.executescript(_SCHEMA)
     return db
@@ -370,6 +420,7 @@ class _Batch:
         self.anchor: list[Any] | None = None
         self.count = 0
         self.lines = state.lines  # the last complete line read
+        self.verifications = False  # the batch holds some
 
     def __len__(self) -> int:
         return self.count
@@ -418,30 +469,24 @@ class _Batch:
             self.state.other_kinds[kind] = self.state.other_kinds.get(kind, 0) + 1
 
     def _verification(self, lineno: int, ts: str | None, record: dict[str, Any]) -> None:
-        decision = record.get("decision")
-        if ts is not None and decision not in _DECISIONS:
+        """Its row and its checks' rows are made by SQLite from the record (:data:`_FROM_BODY`)."""
+        if ts is not None and record.get("decision") not in _DECISIONS:
             self.state.invalid += 1
             self.example(lineno, record.get("id"), "no valid decision")
-            ts = None  # counted in no window
-        tool = record.get("tool_call")
-        name = _text(tool.get("name")) if isinstance(tool, dict) else None
-        self.rows["verifications"].append(
-            (lineno, ts, _text(record.get("member")), decision, _text(record.get("type")), name)
-        )
-        checks = record.get("checks")
-        self.rows["checks"].extend(
-            (lineno, _text(c.get("code")), c.get("passed") is True, _text(c.get("on_fail")))
-            for c in (checks if isinstance(checks, list) else ())
-            if isinstance(c, dict)
-        )
+        self.verifications = True
 
     def flush(self, db: sqlite3.Connection) -> None:
         for table, rows in self.rows.items():
             if rows:
                 marks = ",".join("?" * len(rows[0]))
                 db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-                rows.clear()
-        self.count = 0
+        if self.verifications:
+            span = (self.rows["records"][0][0], self.rows["records"][-1][0])
+            for sql in _FROM_BODY:
+                db.execute(sql, span)
+        for rows in self.rows.values():
+            rows.clear()
+        self.count, self.verifications = 0, False
 
     def finish(self, chain: ChainVerifier, path: Path) -> None:
         """Move the state on to where the chain and the lines read end."""
