@@ -177,8 +177,9 @@ def _integrity_text(i: dict[str, Any]) -> str:
     if i["ok"]:
         return f"\nLog integrity: ok ({i['records']} records)\n"
     counts = ", ".join(
-        f"{k} {i[k]}" for k in ("unreadable", "invalid", "chain_breaks", "unknown_schema") if i[k]
+        [f"{k} {i[k]}" for k in ("unreadable", "invalid", "chain_breaks", "unknown_schema") if i[k]]
+        + (["checkpoints failed"] if i.get("checkpoints_ok") is False else [])
     )
-    lines = [f"\nLog integrity: PROBLEMS ({counts}); figures include every readable record"]
+    lines = [f"\nLog integrity: PROBLEMS ({counts}); figures count authenticated records only"]
     lines += [f"  line {e['line']} {e['id'] or ''}: {e['problem']}" for e in i["examples"]]
     return "\n".join(lines) + "\n"
