@@ -3,14 +3,15 @@
 #   make test   - lint, type-check and every test (what CI runs)
 # and one for the edit-test loop:
 #   make check  - the fast tier only: no subprocess servers, upstreams or race loops
-#                 (tiers and markers: docs/development.md; PYTEST_ARGS="-x" to stop early)
+#                 (tiers and markers: docs/development.md; PYTEST_ARGS="-x" to stop early,
+#                 JOBS=0 to run in this process, e.g. for a debugger)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-# Test workers for `make test` (pytest-xdist): one per core of a 2-core machine, which keeps
-# the whole suite within its 6-minute budget there (docs/development.md); JOBS=1 for one process.
+# Test workers (pytest-xdist): one per core of a 2-core machine, which keeps the fast tier
+# within a minute and the whole suite within 6 minutes there (docs/development.md).
 JOBS ?= 2
 PYTEST_ARGS ?=
 
@@ -27,7 +28,7 @@ demo: $(STAMP)
 	$(BIN)/lingyi demo
 
 check: $(STAMP)
-	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow" -n $(JOBS) $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
