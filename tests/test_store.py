@@ -14,7 +14,6 @@ import resource
 import sqlite3
 import sys
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
@@ -335,11 +334,9 @@ def test_a_huge_unterminated_tail_is_skipped_within_a_bound(tmp_path: Path) -> N
         handle.seek(size + (512 << 20) - 1)
         handle.write(b"x")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.perf_counter()
     write(path, LogOptions(), n=1)
     grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kb < 128 * 1024, f"peak RSS grew by {grown_kb} KiB"
-    assert time.perf_counter() - started < 30
     with path.open("rb") as handle:
         handle.seek(size + (512 << 20))
         tail = handle.read()
