@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 from lingyi.checks._registry import (
     CheckContext,
@@ -58,6 +59,31 @@ class Record:
     statement: Statement
 
 
+ENTAILED, CONTRADICTED, NOT_SETTLED, NO_RECORD = (
+    "entailed",
+    "contradicted",
+    "not_settled",
+    "no_record",
+)
+# What a record gives another value (or says the opposite of): the claim is contradicted.
+# Every other failure is a claim no record makes (a fabrication looks like that).
+_CONTRADICTIONS = frozenset(
+    {
+        "status_differs",
+        "value_differs",
+        "negation_differs",
+        "label_differs",
+        "version_differs",
+        "id_differs",
+        "date_differs",
+        "numbers_differ",
+        "title_differs",
+        "denied_but_said",
+    }
+)
+_RANK = {ENTAILED: 0, NOT_SETTLED: 1, NO_RECORD: 2, CONTRADICTED: 3}
+
+
 @dataclass
 class Finding:
     """The outcome for one relay: ``status`` is "ok", "fail" or "unsure"."""
@@ -67,6 +93,16 @@ class Finding:
     why: str
     values: dict[str, str] = field(default_factory=dict)
     record: str | None = None  # the record that supports it, or the closest one
+
+    @property
+    def outcome(self) -> str:
+        """Which of the comparison's outcomes this is (docs/checks.md): entailed,
+        contradicted, not_settled, or no_record (nothing on record about it)."""
+        if self.status == "ok":
+            return ENTAILED
+        if self.status == "unsure":
+            return NOT_SETTLED
+        return CONTRADICTED if self.why in _CONTRADICTIONS else NO_RECORD
 
 
 @register("communication.on_record", CommunicationParams)
@@ -106,7 +142,7 @@ def _judged(relay: Relay, verdicts: list[tuple[Clause, tuple[str | None, Verdict
     for clause, (rid, verdict) in verdicts:
         if verdict.supports:
             continue
-        status = "unsure" if verdict.why == "words_unknown" else "fail"
+        status = "unsure" if verdict.kind == "gap" or verdict.why == "words_unknown" else "fail"
         why = "clause_missing" if verdict.why == "nothing_shared" else verdict.why
         finding = Finding(relay, status, why, _values(clause, verdict), rid)
         if worst is None or (worst.status == "unsure" and status == "fail"):
@@ -193,17 +229,24 @@ def _count(ctx: CheckContext, names: Sequence[str]) -> int:
     return sum(len(ctx.council.messages_from(n)) for n in names)
 
 
+# A record about another version or id is about other work: it cannot outweigh one that backs
+# the claim about this version (v0.16's audit found issues, v0.15's found none).
+_OTHER_SUBJECT = frozenset({"version_differs", "version_absent", "id_differs"})
+
+
 def _pick(verdicts: list[tuple[str, Verdict]]) -> tuple[str, Verdict]:
     """A supporting record wins unless a closer one contradicts the claim (the iOS build that
     failed is closer to "the iOS build is done" than the Android one that was submitted)."""
     supported = [(v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts) if v.supports]
     against = [
-        (v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts) if v.kind == "contradicts"
+        (v.shared, i, rid, v)
+        for i, (rid, v) in enumerate(verdicts)
+        if v.kind == "contradicts" and v.why not in _OTHER_SUBJECT
     ]
     if supported and max(supported)[0] >= max((a[0] for a in against), default=-1):
         _, _, rid, verdict = max(supported)
         return rid, verdict
-    order = {"contradicts": 3, "partial": 2, "unrelated": 1, "supports": 0}
+    order = {"contradicts": 4, "partial": 3, "gap": 2, "unrelated": 1, "supports": 0}
     _, _, rid, verdict = max(
         (order[v.kind], v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts)
     )[1:]
@@ -214,18 +257,21 @@ def _outcome(ctx: CheckContext, findings: list[Finding], text: str) -> Outcome:
     failed = [f for f in findings if f.status == "fail"]
     doubtful = [f for f in findings if f.status == "unsure"]
     relays = [_detail(f, text) for f in findings]
+    outcome = max((f.outcome for f in findings), key=_RANK.__getitem__)
+    compared = [f.record for f in findings if f.record]
+    found: dict[str, Any] = {"relays": relays, "outcome": outcome, "compared_with": compared}
     if failed:
         why = "; ".join(_why(ctx, f) for f in failed)
         first = ctx.policies.members[failed[0].relay.member]
-        return fail(ctx.msg("fail", why=why), ctx.msg("hint", **_who(first)), relays=relays)
+        return fail(ctx.msg("fail", why=why), ctx.msg("hint", **_who(first)), **found)
     if doubtful:
         why = "; ".join(_why(ctx, f) for f in doubtful)
         first = ctx.policies.members[doubtful[0].relay.member]
-        return unsure(ctx.msg("unsure", why=why), ctx.msg("hint", **_who(first)), relays=relays)
+        return unsure(ctx.msg("unsure", why=why), ctx.msg("hint", **_who(first)), **found)
     records = ", ".join(dict.fromkeys(f.record for f in findings if f.record)) or "-"
     members = [ctx.policies.members[m] for m in dict.fromkeys(f.relay.member for f in findings)]
     names, ids = ", ".join(m.name for m in members), ", ".join(m.id for m in members)
-    return ok(ctx.msg("ok", name=names, id=ids, record=records), relays=relays)
+    return ok(ctx.msg("ok", name=names, id=ids, record=records), **found)
 
 
 def _why(ctx: CheckContext, finding: Finding) -> str:
@@ -254,6 +300,7 @@ def _detail(finding: Finding, text: str) -> dict[str, object]:
         "claim": finding.relay.claim(text),
         "status": finding.status,
         "why": finding.why,
+        "outcome": finding.outcome,
         "record": finding.record,
         **({"found": finding.values} if finding.values else {}),
     }
