@@ -24,6 +24,10 @@ from functools import lru_cache
 from typing import Any
 
 from lingyi.checks._registry import (
+    CONTRADICTED,
+    ENTAILED,
+    NO_RECORD,
+    NOT_SETTLED,
     CheckContext,
     CheckParams,
     Outcome,
@@ -59,12 +63,6 @@ class Record:
     statement: Statement
 
 
-ENTAILED, CONTRADICTED, NOT_SETTLED, NO_RECORD = (
-    "entailed",
-    "contradicted",
-    "not_settled",
-    "no_record",
-)
 # What a record gives another value (or says the opposite of): the claim is contradicted.
 # Every other failure is a claim no record makes (a fabrication looks like that).
 _CONTRADICTIONS = frozenset(

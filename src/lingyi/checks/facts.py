@@ -43,6 +43,10 @@ from lingyi.checks._agreement import (
 )
 from lingyi.checks._asserted import Assertions, Clause, Span, asserted, masked
 from lingyi.checks._registry import (
+    CONTRADICTED,
+    ENTAILED,
+    NO_RECORD,
+    NOT_SETTLED,
     CheckContext,
     CheckParams,
     Outcome,
@@ -300,7 +304,12 @@ def _named_only(ctx: CheckContext, vocab: Vocabulary, fact: Fact) -> Outcome:
             ids = ", ".join(p.id for p in pieces)
             what = _described(ctx, verdict.contradictions)
             hint = ctx.msg("hint_contradicted", ids=ids)
-            return fail(ctx.msg("contradicted", ids=ids, what=what), hint, evidence=ids)
+            return fail(
+                ctx.msg("contradicted", ids=ids, what=what),
+                hint,
+                evidence=ids,
+                outcome=CONTRADICTED,
+            )
     return ok(ctx.msg("nothing"))
 
 
@@ -419,14 +428,27 @@ def _judged(
     if contradictions:
         what = _described(ctx, contradictions)
         hint = ctx.msg("hint_contradicted", ids=ids)
-        return fail(ctx.msg("contradicted", ids=ids, what=what), hint, evidence=ids, what=what)
+        return fail(
+            ctx.msg("contradicted", ids=ids, what=what),
+            hint,
+            evidence=ids,
+            what=what,
+            outcome=CONTRADICTED,
+        )
     if doubts:
         what = _described(ctx, doubts)
         hint = ctx.msg("hint_unsure", ids=ids)
-        return unsure(ctx.msg("unsure", ids=ids, what=what), hint, evidence=ids, what=what)
+        return unsure(
+            ctx.msg("unsure", ids=ids, what=what),
+            hint,
+            evidence=ids,
+            what=what,
+            outcome=NOT_SETTLED,
+        )
     if looked_up:  # what the lookup found becomes the session's evidence (Outcome.found)
-        return Outcome(True, ctx.msg("found", ids=ids), found=tuple(looked_up))
-    return ok(ctx.msg("ok", subjects=ids), evidence=ids)
+        detail = {"evidence": ids, "outcome": ENTAILED}
+        return Outcome(True, ctx.msg("found", ids=ids), detail=detail, found=tuple(looked_up))
+    return ok(ctx.msg("ok", subjects=ids), evidence=ids, outcome=ENTAILED)
 
 
 def _findings(
@@ -486,4 +508,5 @@ def _unsupported(ctx: CheckContext, name: str, spec: SubjectSpec) -> Outcome:
         ctx.msg("hint", tools=", ".join(spec.tools)),
         subject=name,
         tools=spec.tools,
+        outcome=NO_RECORD,
     )
