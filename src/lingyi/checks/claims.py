@@ -308,6 +308,7 @@ def _matcher(groups: Mapping[str, Iterable[str]]) -> TermMatcher:
     )
 
 
+_MERIDIEM = lazy_re(r"(?<=\d)\s*([ap])\.m\.?")
 _CLEAN = lazy_re(r"\b(?:came|comes|come|is|was|were|are)\s+(?:back\s+)?clean\b")
 _PHRASAL = lazy_re(r"\b([a-z]+) (it|them|this|that|everything) (back|up|down|out|off|over)\b")
 
@@ -317,6 +318,7 @@ def _prepare(text: str) -> str:
     text = text.replace("\u2019", "'").replace("\u2018", "'")
     text = _PHRASAL.sub(r"\1 \3 \2", text)
     text = _CLEAN.sub("found nothing", text)  # an audit that came back clean found nothing
+    text = _MERIDIEM.sub(r"\1m", text)  # 10 a.m. is 10am
     text = _NUMERAL_AFTER_NAME.sub(" ", text)  # v3一万二千四百: v3 and 12400, not v312400
     text = _WEEKDAY.sub(r"\1 ", text)  # 周一分享会: Monday's talk, not 周 + 1分
     text = _NOT_ONE.sub(r"没有\2", text)  # 一条新记录都没有: none, not one
