@@ -565,6 +565,10 @@ class Evidence:
 
     items: list[Features]
     text: str
+    # The kinds of number (rate, year, amount) whose mere presence in the evidence makes a
+    # missing value of that kind a contradiction. A whole document holds many amounts, so a
+    # cited document is compared on rates and years, and on amounts of the same unit.
+    kinds: frozenset[str] = frozenset({"rate", "year", "amount"})
 
     @property
     def values(self) -> set[Decimal]:
@@ -656,7 +660,7 @@ def _same_quantity(text: str, number: frozenset[Decimal], claim: Features, ev: E
     recorded = ev.units()
     if any(v in vs for u, vs in claim.units.items() if u in recorded for v in number):
         return True
-    kinds = {_kind(v, text) for v in number}
+    kinds = {_kind(v, text) for v in number} & ev.kinds
     return any(_kind(v, "") in kinds for v in ev.values)
 
 

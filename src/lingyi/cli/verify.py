@@ -16,7 +16,7 @@ from lingyi.cli import _complete
 from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, cli, entry, input_error, json_option
 from lingyi.council import MemoryCouncil
 from lingyi.errors import LingyiError
-from lingyi.guard import Guard, kb_lookup, open_kb
+from lingyi.guard import Guard, kb_lookups, open_kb
 from lingyi.kinds import kind_of
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, AssertionType, VerificationResult
@@ -87,7 +87,7 @@ def verify(app: App, context: str | None, as_json: bool, **given: Any) -> int:
         config,
         source="cli",
         council=MemoryCouncil() if context else None,
-        lookups={"knowledge_base": kb_lookup(kb, url_base=config.raw.evidence.kb_url_base)},
+        lookups=kb_lookups(kb, url_base=config.raw.evidence.kb_url_base),
     )
     try:
         result = guard.check(assertion_from(**given), _ledger(app, guard, context))
