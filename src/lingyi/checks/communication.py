@@ -427,7 +427,7 @@ def work_index(ledger: Ledger, session: str, policies: PolicySet) -> RecordIndex
     for entry in entries[seen:]:
         for item in entry.evidence:
             canon = canonical(_work_text(entry, item.title, item.snippet))
-            owners = {entry.member} | {f"@{m}" for m in _named(canon.text, policies)}
+            owners = {entry.member} | {f"@{m}" for m in members_named(canon.text, policies)}
             for owner in owners:
                 index.add(owner, canon.text, (item.id, canon.cased), canonical=True)
     if len(sessions) > 64:  # old policy versions and long-gone sessions
@@ -436,7 +436,7 @@ def work_index(ledger: Ledger, session: str, policies: PolicySet) -> RecordIndex
     return index
 
 
-def _named(text: str, policies: PolicySet) -> set[str]:
+def members_named(text: str, policies: PolicySet) -> set[str]:
     """Members a text names (by any of their names, as whole words)."""
     pattern, owners = _name_finder(policies)
     return {owners[m.group(0)] for m in pattern.finditer(text)}
