@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from lingyi._regex import lazy_re
 from lingyi.checks._asserted import Clause
@@ -574,6 +574,7 @@ class Evidence:
     def values(self) -> set[Decimal]:
         return {v for f in self.items for v in f.values}
 
+    @cached_property
     def derived(self) -> set[Decimal]:
         """Sums and differences of two values of the evidence, and the sum of all: a claim may
         state what follows from it (5,140 − 37 = 5,103; B − A = 2.6; 共 388 条) without the
@@ -582,6 +583,7 @@ class Evidence:
         pairs = [(a, b) for i, a in enumerate(values) for b in values[i + 1 :]]
         return {a + b for a, b in pairs} | {b - a for a, b in pairs} | {sum(values, Decimal(0))}
 
+    @cached_property
     def units(self) -> dict[str, set[Decimal]]:
         out: dict[str, set[Decimal]] = {}
         for item in self.items:
@@ -636,7 +638,7 @@ def _entities(claim: Features, ev: Evidence, verdict: Verdict) -> None:
             verdict.anchored = True
             continue
         if derived is None:  # only a total or a difference the text speaks of is derived
-            derived = ev.derived() if claim.totals or claim.gaps else set()
+            derived = ev.derived if claim.totals or claim.gaps else set()
         if number & derived:
             verdict.anchored = True
         elif _same_quantity(text, number, claim, ev):
@@ -658,7 +660,7 @@ def _same_quantity(text: str, number: frozenset[Decimal], claim: Features, ev: E
     """Does the evidence give a value of this number's kind (20 章 against 16 章, a rate
     against a rate, a year against a year)? Then a number missing from it is contradicted;
     when it gives none of its kind, the evidence does not settle it."""
-    recorded = ev.units()
+    recorded = ev.units
     if any(v in vs for u, vs in claim.units.items() if u in recorded for v in number):
         return True
     kinds = {_kind(v, text) for v in number} & ev.kinds
@@ -761,7 +763,7 @@ def _covered(claim: Features, ev: Evidence, coverage: float, verdict: Verdict) -
 
 def _units(claim: Features, ev: Evidence, verdict: Verdict) -> None:
     """A number counting what the evidence counts differently: 20 章 against 16 章."""
-    recorded = ev.units()
+    recorded = ev.units
     for unit, values in claim.units.items():
         if unit in recorded and not values & recorded[unit]:
             for value in sorted(values):

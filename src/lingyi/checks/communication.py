@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -115,7 +115,14 @@ def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
     vocab = vocabulary(ctx, params)
     # The claim is read with its case where folding kept positions (Kumarajiva is a name).
     cased = ctx.canon.cased if len(ctx.canon.cased) == len(text) else text
-    findings = [_check(ctx, params, vocab, relay, cased) for relay in relays]
+    # A relay repeated word for word (a pasted list, a long note) is compared once.
+    seen: dict[tuple[str, str, str], Finding] = {}
+    findings = []
+    for relay in relays:
+        key = (relay.member, relay.kind, relay.claim(cased))
+        if key not in seen:
+            seen[key] = _check(ctx, params, vocab, relay, cased)
+        findings.append(replace(seen[key], relay=relay))
     return _outcome(ctx, findings, text)
 
 
