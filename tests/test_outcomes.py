@@ -11,6 +11,7 @@ of two runbooks, the in-memory council record and the session ledger.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,8 +20,9 @@ import pytest
 
 from lingyi.backends.kb import KnowledgeBase
 from lingyi.checks._registry import Services
+from lingyi.config import defaults_dir, load_config
 from lingyi.council import CouncilMessage, MemoryCouncil
-from lingyi.guard import kb_lookups
+from lingyi.guard import Guard, kb_lookups
 from lingyi.layer import ConstraintLayer
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, Evidence, VerificationResult
@@ -300,3 +302,19 @@ def test_without_a_document_lookup_a_cited_document_is_not_compared(
     )
     check = next(c for c in result.checks if c.code == "evidence.cited_documents")
     assert check.passed and "outcome" not in check.detail
+
+
+def test_a_not_settled_relay_passes_marked_uncertain_in_the_log(tmp_path: Path) -> None:
+    """The shipped policy with no judge: the relay passes, degraded, and the log record lists
+    communication.on_record under ``uncertain`` (what the weekly figures count)."""
+    config = load_config(defaults_dir() / "lingyi.toml", log=tmp_path / "log.jsonl")
+    council = MemoryCouncil([CouncilMessage(id=i, sender=s, content=c) for i, s, c in RECORD])
+    guard = Guard.from_config(config, source="test", council=council)
+    text = "LingFlow said the v0.16 audit report is long."
+    result = guard.check(Assertion(member="lingyi", type="communication", content=text), Ledger())
+    guard.close()
+    check = next(c for c in result.checks if c.code == "communication.on_record")
+    assert result.decision.value == "approved" and check.uncertain and check.degraded
+    assert check.detail["outcome"] == "not_settled"
+    record = json.loads(config.log_path.read_text(encoding="utf-8").splitlines()[-1])
+    assert record["uncertain"] == ["communication.on_record"]
