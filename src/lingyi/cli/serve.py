@@ -10,6 +10,8 @@ from __future__ import annotations
 import click
 
 from lingyi.cli._app import EXIT_OK, App, cli, entry
+from lingyi.config_paths import path_problems
+from lingyi.errors import LingyiError
 
 
 @cli.command("serve", short_help="Run the MCP server (stdio, or --http for Streamable HTTP).")
@@ -26,13 +28,18 @@ def serve(app: App, http: bool, host: str | None, port: int | None) -> int:
     from lingyi import _warm, server  # the MCP SDK loads only for this command
 
     config = app.config()
+    port = config.raw.server.port if port is None else port
+    if http and not 0 < port < 65536:
+        raise LingyiError(f"--port {port}: a TCP port is 1..65535 (or set [server] port)")
+    for problem in path_problems(config):  # served anyway: the tools that need it will say so
+        app.err(f"lingyi: warning: {problem.key}: {problem.message}")
     if not config.raw.cli.warm:  # before the policies load: the first one starts no warm process
         _warm.decline()
     if not http:
         server.serve_stdio(config)
         return EXIT_OK
     bind = host or config.raw.server.host
-    server.serve_http(config, bind, config.raw.server.port if port is None else port)
+    server.serve_http(config, bind, port)
     return EXIT_OK
 
 
