@@ -60,7 +60,7 @@ def lexicon() -> tuple[Pattern, ...]:
     raw = (resources.files(__package__) / "injection.toml").read_text(encoding="utf-8")
     weights = {"strong": 1.0, "weak": 0.5}
     return tuple(
-        Pattern(re.compile(_canonical_pattern(p), re.I | re.S), weights[tier], group)
+        Pattern(re.compile(_canonical_pattern(p), re.S), weights[tier], group)  # casefolded
         for group, tiers in tomllib.loads(raw).items()
         for tier, patterns in tiers.items()
         for p in patterns
@@ -90,12 +90,25 @@ def _unescaped(text: str) -> str:
     return _ESCAPE.sub(one, text)
 
 
-def _leet(text: str, table: dict[str, str]) -> str:
-    def word(m: re.Match[str]) -> str:
-        w = m.group(0)
-        return "".join(table.get(c, c) for c in w) if any(c in table for c in w) else w
+def _leet(text: str, table: dict[str, str]) -> str | None:
+    """``text`` with its leetspeak words read back (``1gn0r3`` → ``ignore``): a word counts when
+    the table turns it into letters only (a SHA does not); None when fewer than two words
+    needed two swaps or more (no reading worth a second scan)."""
+    read = 0
 
-    return _LEET_WORD.sub(word, text)
+    def word(m: re.Match[str]) -> str:
+        nonlocal read
+        w = m.group(0)
+        if not any(c in table for c in w):
+            return w
+        back = "".join(table.get(c, c) for c in w)
+        if not back.isalpha():
+            return w
+        read += sum(c in table for c in w) >= 2  # v0, ipv4, md5: one swap is not leetspeak
+        return back
+
+    out = _LEET_WORD.sub(word, text)
+    return out if read >= 2 else None
 
 
 def decoded(text: str) -> list[str]:
@@ -114,7 +127,7 @@ def variants(text: str) -> tuple[list[str], list[str]]:
     """The canonical text and its leetspeak readings; and the canonical decoded variants
     (one level of nesting: base64 inside a URL-encoded run is found)."""
     canon = canonical_text(text[:MAX_CHARS])
-    plain = [canon, _leet(canon, _LEET), _leet(canon, _LEET_L)]
+    plain = [canon, *(r for t in (_LEET, _LEET_L) if (r := _leet(canon, t)) is not None)]
     hidden: list[str] = []
     for inner in decoded(text[:MAX_CHARS]):
         hidden.append(canonical_text(inner))
@@ -123,15 +136,17 @@ def variants(text: str) -> tuple[list[str], list[str]]:
 
 
 def findings(text: str) -> dict[str, float]:
-    """Each lexicon pattern that matches a variant, with its weight; halved when it matches
-    only inside a quotation (a page that explains injection quotes its example): a quarter."""
+    """Each lexicon pattern that matches a variant, with its weight; a quarter when it matches
+    only inside a quotation (a page that explains injection quotes its example)."""
     plain, hidden = variants(text)
-    unquoted = [_QUOTED.sub(" ", v) for v in plain + hidden]
+    every = plain + hidden
+    unquoted = [_QUOTED.sub(" ", v) for v in every]
+    quoted = [v for v, u in zip(every, unquoted, strict=True) if u != v]
     found: dict[str, float] = {}
     for p in lexicon():
         if any(p.regex.search(v) for v in unquoted):
             found[p.regex.pattern] = p.weight
-        elif any(p.regex.search(v) for v in plain + hidden):
+        elif any(p.regex.search(v) for v in quoted):
             found[p.regex.pattern] = p.weight / 4
     return found
 
