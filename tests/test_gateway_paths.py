@@ -183,3 +183,53 @@ def test_swap_race(dep: Deployment, tmp_path: Path) -> None:
     outcomes["pair outside"] = _commits(outrepo) - before
     print(f"gateway swap race: {dict(outcomes)}")
     assert outcomes["log outside"] == 0 and outcomes["pair outside"] == 0, outcomes
+
+
+ECHO_PATH = """
+[tools."fake.echo"]
+read_only = true
+args.text = { type = "path", required = true, roots = "repos", must_exist = false, description = "a file" }
+"""
+
+
+@pytest.mark.parametrize(
+    ("written", "outcome"),
+    [
+        ("council-app/notes.txt", "held"),  # a file: sent through its held folder
+        ("council-app/new.txt", "held"),  # a name not there yet: the same
+        ("linked/notes.txt", "refused"),  # through a link inside the roots
+        ("council-app/link.txt", "refused"),  # the file itself is a link
+    ],
+)
+def test_every_path_argument_is_forwarded_as_checked(
+    tmp_path: Path, written: str, outcome: str
+) -> None:
+    """A policy may type any upstream argument as a path (here fake.echo's ``text``, which the
+    upstream says back): the upstream receives the file through the folder held open, never the
+    words; a link on the way, or a file that is a link, is refused before the call."""
+    from tests.gateway_kit import FAKE_POLICIES, fake_upstream
+
+    policies = FAKE_POLICIES.replace(
+        '[tools."fake.echo"]\nread_only = true\nargs.text = { type = "string", required = true, max_length = 1000 }\n',
+        ECHO_PATH,
+    )
+    dep = git_deployment(tmp_path / "deploy", fake_upstream(timeout_s=10), policies)
+    (dep.repo / "notes.txt").write_text("n\n", encoding="utf-8")
+    (dep.repo / "link.txt").symlink_to(dep.repo / "notes.txt")
+    (dep.repo.parent / "linked").symlink_to(dep.repo)
+    app = GuardApp(dep.config())
+    found: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool("fake.echo", {"text": written})
+        found.update(error=result.is_error, data=result.structured_content or {})
+
+    _with_app(app, body)
+    if outcome == "held":
+        sent = (found["data"].get("result") or {}).get("content", [""])[0]
+        assert found["error"] is False and sent.startswith("/proc/"), found["data"]["verdict"][
+            "reason"
+        ]
+        assert sent.endswith("/" + written.split("/")[-1])
+    else:
+        assert found["error"] is True and "symbolic link" in str(found["data"]), found

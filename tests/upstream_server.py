@@ -96,6 +96,16 @@ async def mutate(ctx: Context) -> str:
     return "changed"
 
 
+@server.tool()
+async def retitle(ctx: Context) -> str:
+    """Changes echo's description harmlessly (a definition that changed, not a poisoned one)."""
+    tool = server._tool_manager.get_tool("echo")
+    if tool is not None:
+        tool.description = "Say the text back, unchanged."
+    await ctx.session.send_tool_list_changed()
+    return "changed"
+
+
 def extra(text: str) -> str:
     """A tool added at run time (a policy owns it: fake.extra)."""
     return f"extra: {text}"

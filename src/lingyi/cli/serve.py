@@ -10,7 +10,6 @@ from __future__ import annotations
 import click
 
 from lingyi.cli._app import EXIT_OK, App, cli, entry
-from lingyi.config_paths import path_problems
 from lingyi.errors import LingyiError
 
 
@@ -26,6 +25,7 @@ def serve(app: App, http: bool, host: str | None, port: int | None) -> int:
     http://HOST:PORT/mcp with bearer tokens from [[server.tokens]] and Host/Origin checks.
     """
     from lingyi import _warm, server  # the MCP SDK loads only for this command
+    from lingyi.config_paths import path_problems
 
     config = app.config()
     port = config.raw.server.port if port is None else port

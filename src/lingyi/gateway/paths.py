@@ -72,10 +72,11 @@ def _real(value: str, arg: ArgSpec, config: Config) -> Path:
 
 
 def _held(value: str, arg: ArgSpec, config: Config) -> tuple[str, Path, PinnedDirs]:
-    """A path to the checked folder (or to a file through its checked folder), and the pins."""
+    """A path to the checked folder (or to a file, or a name not yet there, through its
+    checked folder), and the pins."""
     real = _real(value, arg, config)
     found = names_below(value, _roots(arg, config))
-    if found is None or not real.exists():
+    if found is None:
         raise PathRefused(f"{value}: reaches {real} only through a symbolic link; {_NO_LINKS}")
     root, names = found
     folder = real.is_dir()
@@ -85,7 +86,8 @@ def _held(value: str, arg: ArgSpec, config: Config) -> tuple[str, Path, PinnedDi
     except PinError as exc:
         raise PathRefused(f"{value}: {exc.path} is {_problem(exc)}; {_NO_LINKS}") from exc
     held = pinned.held[0] if folder else os.path.join(pinned.held[0], names[-1])
-    if not os.path.samestat(os.stat(held), os.stat(real)) or (not folder and os.path.islink(held)):
+    moved = real.exists() and not os.path.samestat(os.stat(held), os.stat(real))
+    if moved or (not folder and os.path.islink(held)):
         pinned.close()  # ``..`` after a link, or a file that is a link
         raise PathRefused(f"{value}: passes through a symbolic link ({real}); {_NO_LINKS}")
     return held, real, pinned
