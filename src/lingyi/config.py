@@ -569,7 +569,10 @@ class UpstreamEntry(_Strict):
     command: list[str] | None = Field(
         None,
         min_length=1,
-        description="Stdio: the command and its arguments.",
+        description=(
+            "Stdio: the command and its arguments; a first word python, python3 or {python} is "
+            "the interpreter running the guard (docs/gateway.md)."
+        ),
         examples=[["python", "-m", "mcp_server_git"]],
     )
     env: dict[str, str] = Field(
