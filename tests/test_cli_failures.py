@@ -2,7 +2,7 @@
 
 ``stats`` and ``report`` on a mistyped ``--log`` (or ``$LINGYI_LOG``) or on a device used to
 print "ok (0 records)"; ``serve`` with a missing knowledge-base folder started without a word;
-``--port 99999`` ended in a traceback; an upstream ``command = ["python", …]`` depended on the
+``log verify`` read /dev/full forever; ``--port 99999`` ended in a traceback; an upstream ``command = ["python", …]`` depended on the
 PATH of whoever started the guard (Claude Desktop starts it with a short one).
 """
 
@@ -25,7 +25,8 @@ MISSING = "typo-verification.jsonl"
 
 
 @pytest.mark.parametrize(
-    "command", [["stats"], ["stats", "--json"], ["report", "--out", "/tmp/failB-reports"]]
+    "command",
+    [["stats"], ["stats", "--json"], ["report", "--out", "/tmp/failB-reports"], ["log", "verify"]],
 )
 @pytest.mark.parametrize("named", ["missing", "device"])
 def test_stats_and_report_refuse_a_named_log_that_is_not_a_file(
@@ -39,6 +40,17 @@ def test_stats_and_report_refuse_a_named_log_that_is_not_a_file(
     assert code == 2, (out, err)
     assert f"{log}: " in err and "(named by --log)" in err
     assert "0 records" not in out
+
+
+@pytest.mark.parametrize("given", ["/dev/null", "missing"])
+def test_log_verify_of_a_file_that_is_not_a_log_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
+    """``lingyi log verify FILE`` on a device (which /dev/full would read forever) or a missing
+    file: exit 2, naming it."""
+    log = str(tmp_path / MISSING) if given == "missing" else given
+    code, _, err = run(capsys, "--config", str(config_file(tmp_path)), "log", "verify", log)
+    assert code == 2 and f"{log}: " in err
 
 
 def test_a_mistyped_lingyi_log_is_named_too(

@@ -260,3 +260,14 @@ cli = LazyGroup(
 cli = click.version_option(
     __version__, "-V", "--version", prog_name="lingyi", message="%(prog)s %(version)s"
 )(cli)
+
+
+def require_named_log(app: App) -> Config:
+    """The config; a log named by ``--log`` or ``$LINGYI_LOG`` must be a file that exists (a
+    typo would otherwise read as an empty week, "ok (0 records)")."""
+    config = app.config()
+    named = "--log" if app.log_path else "$LINGYI_LOG" if os.environ.get("LINGYI_LOG") else None
+    if named and not config.log_path.is_file():
+        what = "not a regular file" if config.log_path.exists() else "no such log file"
+        raise LingyiError(f"{config.log_path}: {what} (named by {named})")
+    return config

@@ -12,7 +12,16 @@ from typing import Any
 
 import click
 
-from lingyi.cli._app import EXIT_FAILED, EXIT_OK, App, Group, cli, entry, json_option
+from lingyi.cli._app import (
+    EXIT_FAILED,
+    EXIT_OK,
+    App,
+    Group,
+    cli,
+    entry,
+    json_option,
+    require_named_log,
+)
 from lingyi.config import Config
 from lingyi.errors import LingyiError
 from lingyi.log import LogVerification, verify_log
@@ -47,10 +56,11 @@ def log_verify(app: App, file: Path | None, checkpoints: Path | None, as_json: b
     """Check FILE (default: the log in effect): the hash chain, the keyed chain when the config
     names a key, and the checkpoints when it names a checkpoint file. Says which guarantees
     it checked; exit 1 when one fails."""
-    config = app.config()
+    config = app.config() if file is not None else require_named_log(app)
     path = file if file is not None else config.log_path
     if file is not None and not file.is_file():
-        raise LingyiError(f"{file}: no such log file")
+        what = "not a regular file" if file.exists() else "no such log file"
+        raise LingyiError(f"{file}: {what}")
     anchor, skipped = _checkpoints_for(config, path, checkpoints)
     result = verify_log(path, log_keys(config), anchor, skipped=skipped)
     if as_json:

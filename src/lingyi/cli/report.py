@@ -7,8 +7,7 @@ from pathlib import Path
 import click
 
 from lingyi import report as weekly
-from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
-from lingyi.cli.stats import require_named_log
+from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option, require_named_log
 
 
 @cli.command("report", short_help="Weekly report (Markdown and HTML).")

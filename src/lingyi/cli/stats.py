@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
 
 from lingyi import report
-from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
+from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option, require_named_log
 from lingyi.cli._output import text_table
 from lingyi.cli.log import window_options
-from lingyi.config import Config
-from lingyi.errors import LingyiError
 from lingyi.log.records import CALL_OUTCOMES
 from lingyi.log.setup import log_keys, store_path
 from lingyi.stats import DECISIONS, INTERCEPTS, compute_stats, resolve_zone, window_from_args
@@ -48,17 +45,6 @@ def stats(app: App, member: str | None, full: bool, as_json: bool, **window: Any
     else:
         app.out(format_stats(result).rstrip("\n"))
     return EXIT_OK
-
-
-def require_named_log(app: App) -> Config:
-    """The config; a log named by ``--log`` or ``$LINGYI_LOG`` must be a file that exists (a
-    typo would otherwise read as an empty week, "ok (0 records)")."""
-    config = app.config()
-    named = "--log" if app.log_path else "$LINGYI_LOG" if os.environ.get("LINGYI_LOG") else None
-    if named and not config.log_path.is_file():
-        what = "not a regular file" if config.log_path.exists() else "no such log file"
-        raise LingyiError(f"{config.log_path}: {what} (named by {named})")
-    return config
 
 
 def _counts_row(name: str, c: dict[str, Any]) -> list[object]:
