@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC
 from pathlib import Path
 
 import opencc
@@ -27,6 +28,7 @@ from lingyi.layer import ConstraintLayer
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, Evidence, VerificationResult
 from lingyi.policy import PolicySet
+from lingyi.stats import compute_stats, window_from_args
 
 RECORD = [
     ("m-1", "lingflow", "v0.16 审计已完成，报告见 audit-v0.16.md，共发现 2 个中危问题，没有高危。"),
@@ -318,3 +320,7 @@ def test_a_not_settled_relay_passes_marked_uncertain_in_the_log(tmp_path: Path) 
     assert check.detail["outcome"] == "not_settled"
     record = json.loads(config.log_path.read_text(encoding="utf-8").splitlines()[-1])
     assert record["uncertain"] == ["communication.on_record"]
+    week = compute_stats(config.log_path, window_from_args(UTC, days=7), index=tmp_path / "i")
+    figures = week["uncertain"]
+    assert (figures["total"], figures["approved"], figures["share"]) == (1, 1, 1.0)
+    assert figures["by_code"] == {"communication.on_record": 1}

@@ -88,11 +88,21 @@ def _stats_header(s: dict[str, Any]) -> str:
         f"Intercepted: {caught}\n"
         f"Latency ms: p50 {report.num(lat['p50'])} · p95 {report.num(lat['p95'])} · "
         f"p99 {report.num(lat['p99'])} (n={lat['count']})\n"
-        f"Appeals: filed {app['filed']} · open {app['open']} · upheld {app['upheld']} · "
+        + _uncertain_line(s)
+        + f"Appeals: filed {app['filed']} · open {app['open']} · upheld {app['upheld']} · "
         f"overturned {app['overturned']} (false-positive rate over resolved appeals "
         f"{_measured(app)}; lower bound over all blocks "
         f"{report.pct(app['false_positive_rate'])})\n" + _approvals_line(s.get("approvals") or {})
     )
+
+
+def _uncertain_line(s: dict[str, Any]) -> str:
+    """Verifications no rule settled (a check was uncertain), shown only when there were any."""
+    u = s.get("uncertain") or {}
+    if not u.get("total"):
+        return ""
+    codes = ", ".join(f"{code} {n}" for code, n in u["by_code"].items())
+    return f"Uncertain (no rule settled): {u['total']} ({report.pct(u['share'])}): {codes}\n"
 
 
 def _approvals_line(events: dict[str, int]) -> str:

@@ -189,6 +189,10 @@ class Counters:
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
         self.judge = JudgeFigures()  # the judge's own figures (lingyi.stats.judge)
         self.shadow = ShadowFigures()  # what shadow checks would have decided
+        # Verifications that a check could not settle (its on_uncertain decided), by decision
+        # and by the code of the check: how much traffic no rule settled.
+        self.uncertain: Tally = [0, 0, 0]
+        self.uncertain_codes: Counter[str] = Counter()
         # Calls let through that did not run, per tool then status (``outcome`` records):
         # failed executions, calls held for a person's approval, and those a person refused.
         self.outcomes: dict[str, Counter[str]] = {}
@@ -226,6 +230,9 @@ class Counters:
             self.judge.feed(record)
         if "shadow" in record:
             self.shadow.feed(record.get("shadow"), index, failed)
+        if unsure := record.get("uncertain"):
+            self.uncertain[index] += 1
+            self.uncertain_codes.update(str(code) for code in unsure)
         return seen
 
     def _checked(self, checks: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:

@@ -114,10 +114,19 @@ class StatsView:
             "appeals": appeals_json(agg.appeals.get(("all", "")), totals["blocked"]),
             "judge": agg.judge.as_json(),
             "shadow": self._shadow(),
+            "uncertain": self._uncertain(totals["total"]),
             "approvals": approvals_json(agg.approvals),
             "outcomes": outcomes_json(agg.outcomes),
             "integrity": self.integrity,
         }
+
+    def _uncertain(self, total: int) -> dict[str, Any]:
+        """Verifications a check could not settle: their decisions, their share of all, and
+        the codes of the checks that could not."""
+        agg = self.agg
+        counts = counts_json(agg.uncertain)
+        share = round(counts["total"] / total, 4) if total else 0.0
+        return {**counts, "share": share, "by_code": dict(sorted(agg.uncertain_codes.items()))}
 
     def _plain(self, group: str) -> dict[str, Any]:
         table = self.agg.groups[group]
