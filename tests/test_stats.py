@@ -554,7 +554,7 @@ def test_stats_for_is_the_cli_json(tmp_path: Path) -> None:
         "schema", "window", "member", "totals", "by_member", "by_type", "by_tool", "by_code",
         "by_day", "intercepted", "latency_ms", "top_rejection_reasons", "appeals", "judge",
         "approvals", "integrity", "log", "unknown_members", "previous", "change",
-        "largest_changes", "shadow", "outcomes",
+        "largest_changes", "shadow", "uncertain", "outcomes",
     }  # fmt: skip
 
 
