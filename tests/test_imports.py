@@ -263,14 +263,14 @@ def test_a_record_model_is_built_and_validates_on_first_use() -> None:
 # Result models of single tools (and the council's message), built on first use: the server's
 # start validates none of them (module, class).
 RESULT_MODELS = [
-    ("lingyi.server.wire", "SearchHits"),
-    ("lingyi.server.wire", "AnswerOutputs"),
+    ("lingyi.verdict", "SearchHits"),
+    ("lingyi.verdict", "AnswerOutputs"),
     ("lingyi.backends.git_results", "CommitResult"),
     ("lingyi.backends.data", "Analysis"),
     ("lingyi.backends.traces", "TraceSearch"),
     ("lingyi.backends.kb", "KBHit"),
     ("lingyi.council", "CouncilMessage"),
-    ("lingyi.approvals.tool", "ApprovalAnswer"),
+    ("lingyi.server.approve", "ApprovalAnswer"),
 ]
 MODELS_PROBE = """
 import importlib, json, sys

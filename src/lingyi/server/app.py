@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import LoggingLevel
+from mcp_types import CallToolRequestParams, InputResponses, LoggingLevel
 from pydantic import BaseModel
 
 from lingyi import messages
@@ -59,7 +58,7 @@ from lingyi.policy import MemberPolicy, PolicySet
 from lingyi.redact import clip, redact_text
 from lingyi.server.auth import principal_of
 from lingyi.server.sessions import http_session
-from lingyi.server.wire import (
+from lingyi.verdict import (
     Executed,
     Guarded,
     PostedMessage,
@@ -99,8 +98,28 @@ class ConnectionScope:
     session: str = field(default_factory=lambda: f"mcp-{new_id()}")
 
 
-Ctx = Context[ConnectionScope, Any]
 Request = ServerRequestContext[ConnectionScope, Any]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """One tools/call as a tool reads it: the SDK's request context and the call's params."""
+
+    request_context: Request
+    params: CallToolRequestParams
+
+    @property
+    def protocol_version(self) -> str:
+        return self.request_context.protocol_version
+
+    @property
+    def input_responses(self) -> InputResponses | None:
+        """The client's answers to what an earlier round asked (2026-07-28)."""
+        return self.params.input_responses
+
+    @property
+    def request_state(self) -> str | None:
+        return self.params.request_state
 
 
 def caller_of(request: Request) -> Caller:
@@ -191,11 +210,13 @@ class GuardApp:
         self.approvals = ApprovalGate(config, self.guard.log)
         self.log_levels: dict[str, LoggingLevel] = {}  # MCP logging/setLevel, per session
         self.on_tools_changed: list[Callable[[], None]] = []  # the servers built over this app
+        self.on_session_end: list[Callable[[str], None]] = []  # their channels to the client
         self._kb: KnowledgeBase | None = None
         self._kb_lock = threading.Lock()
         self._idle = threading.Condition()
         self._inflight = 0
         self.closing = False
+        self.drained = True  # False: a stop's wait for running tool work timed out
 
     def upstream_changed(self, listing: Listing) -> None:
         """An upstream's tools changed (in the re-listing's thread): merge the new listing
@@ -265,7 +286,7 @@ class GuardApp:
             self._kb.close()
 
     @asynccontextmanager
-    async def lifespan(self, _server: MCPServer[ConnectionScope]) -> AsyncIterator[ConnectionScope]:
+    async def lifespan(self, _server: object) -> AsyncIterator[ConnectionScope]:
         """Once per stdio or in-process connection (once per app over HTTP): the connection's
         session, dropped from the ledger when the connection ends."""
         scope = ConnectionScope(self)
@@ -280,6 +301,8 @@ class GuardApp:
         """Forget a session that ended: its evidence and the log level its client chose."""
         self.ledger.drop(session, reason)
         self.log_levels.pop(session, None)
+        for hook in self.on_session_end:
+            hook(session)
 
     def check(
         self, caller: Caller, assertion: Assertion, policies: PolicySet | None = None

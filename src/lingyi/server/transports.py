@@ -11,44 +11,93 @@ import gc
 import os
 import signal
 import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.lowlevel import EventLoopToken
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
-from lingyi import _warm
 from lingyi._logging import get_logger
 from lingyi.config import Config
 from lingyi.errors import ConfigError
 from lingyi.server.app import GuardApp
-from lingyi.server.auth import StaticTokens, is_loopback, transport_security
+from lingyi.server.auth import StaticTokens, auth_settings, is_loopback, transport_security
 from lingyi.server.build import GuardServer, build_server
 from lingyi.server.sessions import EndedSessions
 
 log = get_logger()
 
 DRAIN_TIMEOUT_S = 30.0  # how long a signal waits for running tool calls
+REPLY_GRACE_S = 0.2  # after the last call returned: its reply is written and flushed
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-async def _stop_on_signal(app: GuardApp) -> None:
-    """On SIGTERM/SIGINT: let running tool work finish (its log record and commit are
-    whole), then exit. The SDK's stdin reader blocks in a thread that cancellation cannot
-    interrupt, so we leave with ``os._exit`` (through :func:`lingyi._warm.exit_now`, which
-    first tells a warm process's caller the exit code); every log record is already on disk
-    (one ``write`` per record), so nothing written is lost."""
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+class StdinLines:
+    """The client's messages, read from stdin in a daemon thread.
+
+    The SDK reads stdin in a worker thread that a cancellation waits for, so a client that
+    keeps stdin open would hold a server told to stop; a daemon thread is left behind at exit.
+    fd 0 is pointed at the null device meanwhile (children and stray reads see EOF).
+    """
+
+    def __init__(self) -> None:
+        self.fd = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self.lines()
+
+    async def lines(self) -> AsyncIterator[str]:
+        send, receive = anyio.create_memory_object_stream[str](16)
+        token = anyio.lowlevel.current_token()
+        threading.Thread(target=self.pump, args=(send, token), daemon=True).start()
+        async with receive:
+            async for line in receive:
+                yield line
+
+    def pump(self, send: MemoryObjectSendStream[str], token: EventLoopToken) -> None:
+        try:
+            for line in self.read():
+                anyio.from_thread.run(send.send, line, token=token)
+            anyio.from_thread.run_sync(send.close, token=token)  # end of input: the client left
+        except Exception:  # the server stopped reading meanwhile: no one wants the line
+            return
+
+    def read(self) -> Iterator[str]:
+        rest = b""
+        while chunk := os.read(self.fd, 65536):
+            *lines, rest = (rest + chunk).split(b"\n")
+            yield from (line.decode("utf-8", errors="replace") + "\n" for line in lines)
+
+
+async def _stop_on_signal(app: GuardApp, server: GuardServer, scope: anyio.CancelScope) -> None:
+    """On SIGTERM/SIGINT: refuse new tool work, let running calls finish (their log record
+    and commit are whole) and their replies reach the client, then stop serving."""
+    with anyio.open_signal_receiver(*SIGNALS) as signals:
         async for signum in signals:
             log.warning("signal received; finishing running tool calls", signal=signum)
-            drained = await anyio.to_thread.run_sync(app.drain, DRAIN_TIMEOUT_S)
-            app.close()
-            sys.stderr.flush()
-            _warm.exit_now(0 if drained else 1)
+            app.drained = await anyio.to_thread.run_sync(app.drain, DRAIN_TIMEOUT_S)
+            with anyio.move_on_after(DRAIN_TIMEOUT_S):
+                await server.idle()
+            await anyio.sleep(REPLY_GRACE_S)
+            scope.cancel()
+            return
 
 
 async def _serve_stdio(app: GuardApp, server: GuardServer) -> None:
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, app)
-        await server.run_stdio_async()  # returns when the client closes stdin
-        tg.cancel_scope.cancel()
+    lines = stdio_server(stdin=StdinLines())  # type: ignore[arg-type]  # the SDK iterates it
+    with anyio.CancelScope() as stopped:  # a signal: the SDK's reader and writer stop too
+        async with lines as (read, write), anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, app, server, stopped)
+            await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()  # the client closed stdin: the writer ends by itself
 
 
 def settled() -> None:
@@ -77,6 +126,8 @@ def serve_stdio(config: Config) -> None:
             _client_gone()
     finally:
         app.close()
+    if not app.drained:
+        sys.exit(1)  # a signal's wait for running calls timed out
 
 
 def _client_gone() -> None:
@@ -95,12 +146,14 @@ def http_app(app: GuardApp, host: str, port: int) -> Starlette:
         raise ConfigError(
             f"refusing to serve HTTP on {host}: not loopback and no [[server.tokens]] with a value"
         )
-    server = build_server(app, tokens=tokens or None)
+    server = build_server(app)
     security = transport_security(app.config, host, port)
     asgi = server.streamable_http_app(
         host=host,
         transport_security=security,
         session_idle_timeout=app.config.raw.ledger.idle_s,  # the SDK's and the ledger's agree
+        token_verifier=tokens or None,
+        auth=auth_settings(app.config) if tokens else None,
     )
     asgi.add_middleware(EndedSessions, guard=app)  # a DELETE drops its evidence too
     return asgi
