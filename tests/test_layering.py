@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "layer": 6,
     "judge": 6,
     "guard": 7,
+    "pipeline": 7,  # one guarded call: verify → approvals → execute → audit → record → reply
     "verdict": 7,  # what a guarded call answers: the one verdict and the reply around it
     "approvals": 7,
     "gateway": 7,

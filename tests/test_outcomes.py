@@ -18,8 +18,9 @@ import pytest
 from mcp import Client
 
 from lingyi.log import read_log, verify_chain
+from lingyi.models import Decision, VerificationResult
+from lingyi.pipeline import Call, Caller
 from lingyi.server import GuardApp
-from lingyi.server.app import Done
 from tests.gateway_kit import FAKE_POLICIES, fake_upstream, git_deployment
 from tests.test_approvals import SECRET, cli, subprocess_lingyi
 from tests.test_server import Deployment, deploy, with_client
@@ -138,6 +139,10 @@ def test_a_built_in_backend_failure_is_an_outcome_too(tmp_path: Path) -> None:
     assert outcome["verification_id"] == approved[0] and len(approved) == 2
 
 
+def _no_work(owner: Any, args: Any) -> Any:
+    raise AssertionError("not run")
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -151,7 +156,10 @@ def test_an_outcomes_error_is_redacted(tmp_path: Path, error: str) -> None:
     dep = deploy(tmp_path / "deploy")
     app = GuardApp(dep.config())
     try:
-        app.outcome(Done("s1", "lingflow", "git.git_log", "v1", "original"), "failed", error=error)
+        result = VerificationResult(id="v1", decision=Decision.APPROVED, reason="", checks=[])
+        owner = app.policies.members["lingflow"]
+        call = Call(Caller("s1"), "git.git_log", {}, _no_work, app.policies, owner, result=result)
+        app.pipeline.audit(call, "failed", error=error)
     finally:
         app.close()
     (outcome,) = records(dep, "outcome")

@@ -26,7 +26,7 @@ from lingyi.policy import MemberPolicy, ToolSpec
 from lingyi.verdict import ApprovalBrief, Guarded, Reply, Verdict, refusal, verdict_of
 
 if TYPE_CHECKING:
-    from lingyi.server.app import Caller
+    from lingyi.pipeline import Caller
 
 PENDING = "approval.pending"
 

@@ -7,9 +7,11 @@ and log are in effect and how many tokens are active (stdout stays clean either 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -17,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import uvicorn
 from anyio.lowlevel import EventLoopToken
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
@@ -34,6 +37,7 @@ log = get_logger()
 
 DRAIN_TIMEOUT_S = 30.0  # how long a signal waits for running tool calls
 REPLY_GRACE_S = 0.2  # after the last call returned: its reply is written and flushed
+STREAMS_GRACE_S = 1  # then, over HTTP: the clients' event streams still open are closed
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -77,16 +81,21 @@ class StdinLines:
             yield from (line.decode("utf-8", errors="replace") + "\n" for line in lines)
 
 
+async def finish_calls(app: GuardApp, server: GuardServer) -> None:
+    """Refuse new tool work, let running calls finish (their log record and commit are
+    whole) and hand back their replies; then the transport may close."""
+    app.drained = await anyio.to_thread.run_sync(app.drain, DRAIN_TIMEOUT_S)
+    with anyio.move_on_after(DRAIN_TIMEOUT_S):
+        await server.idle()
+    await anyio.sleep(REPLY_GRACE_S)  # the SDK writes and flushes the last replies
+
+
 async def _stop_on_signal(app: GuardApp, server: GuardServer, scope: anyio.CancelScope) -> None:
-    """On SIGTERM/SIGINT: refuse new tool work, let running calls finish (their log record
-    and commit are whole) and their replies reach the client, then stop serving."""
+    """On SIGTERM/SIGINT: finish the running calls, then stop serving."""
     with anyio.open_signal_receiver(*SIGNALS) as signals:
         async for signum in signals:
             log.warning("signal received; finishing running tool calls", signal=signum)
-            app.drained = await anyio.to_thread.run_sync(app.drain, DRAIN_TIMEOUT_S)
-            with anyio.move_on_after(DRAIN_TIMEOUT_S):
-                await server.idle()
-            await anyio.sleep(REPLY_GRACE_S)
+            await finish_calls(app, server)
             scope.cancel()
             return
 
@@ -141,6 +150,10 @@ def _client_gone() -> None:
 
 def http_app(app: GuardApp, host: str, port: int) -> Starlette:
     """The Starlette app for Streamable HTTP (tokens and Host/Origin checks applied)."""
+    return _http(app, host, port)[0]
+
+
+def _http(app: GuardApp, host: str, port: int) -> tuple[Starlette, GuardServer]:
     tokens = StaticTokens(app.config.raw.server.tokens)
     if not is_loopback(host) and not tokens:
         raise ConfigError(
@@ -156,7 +169,7 @@ def http_app(app: GuardApp, host: str, port: int) -> Starlette:
         auth=auth_settings(app.config) if tokens else None,
     )
     asgi.add_middleware(EndedSessions, guard=app)  # a DELETE drops its evidence too
-    return asgi
+    return asgi, server
 
 
 def start_banner(config: Config, host: str, port: int) -> str:
@@ -173,19 +186,53 @@ def start_banner(config: Config, host: str, port: int) -> str:
     )
 
 
-def serve_http(config: Config, host: str, port: int) -> None:
-    """Serve Streamable HTTP at http://host:port/mcp; uvicorn stops cleanly on SIGTERM/SIGINT."""
-    import uvicorn
+class HttpServer(uvicorn.Server):
+    """uvicorn, stopping the way the guard stops: on SIGTERM/SIGINT the running tool calls
+    finish and answer before the connections close (a client's open event stream would
+    otherwise hold the stop until it leaves), and a stop asked for is an exit 0."""
 
+    def __init__(self, config: uvicorn.Config, app: GuardApp, server: GuardServer) -> None:
+        super().__init__(config)
+        self.guard, self.mcp = app, server
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        log.warning("stopping; finishing running tool calls")
+        await finish_calls(self.guard, self.mcp)
+        await super().shutdown(sockets)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's, without raising the signal again once stopped (exit 130 on Ctrl-C)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        before = {sig: signal.signal(sig, self.handle_exit) for sig in SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
+
+
+def serve_http(config: Config, host: str, port: int) -> None:
+    """Serve Streamable HTTP at http://host:port/mcp until SIGTERM/SIGINT (then exit 0)."""
     app = GuardApp(config)
     try:
-        asgi = http_app(app, host, port)
+        asgi, server = _http(app, host, port)
         settled()
         sys.stderr.write(start_banner(config, host, port))
         sys.stderr.flush()
         settings = uvicorn.Config(
-            asgi, host=host, port=port, log_config=None, access_log=False, log_level="warning"
+            asgi,
+            host=host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            log_level="warning",
+            timeout_graceful_shutdown=STREAMS_GRACE_S,  # the calls have answered: idle streams
         )
-        uvicorn.Server(settings).run()
+        HttpServer(settings, app, server).run()
     finally:
         app.close()
+    if not app.drained:
+        sys.exit(1)  # the wait for running calls timed out
