@@ -77,8 +77,10 @@ class StdinLines:
     def read(self) -> Iterator[str]:
         rest = b""
         while chunk := os.read(self.fd, 65536):
-            *lines, rest = (rest + chunk).split(b"\n")
+            *lines, rest = (rest + chunk).split(b"\n")  # split as bytes: no character cut
             yield from (line.decode("utf-8", errors="replace") + "\n" for line in lines)
+        if rest:  # a last message with no newline
+            yield rest.decode("utf-8", errors="replace")
 
 
 async def finish_calls(app: GuardApp, server: GuardServer) -> None:
