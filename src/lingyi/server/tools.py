@@ -354,19 +354,9 @@ def _conclude(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     try:
         assertion = kind.assertion(args)
     except ValueError as exc:  # only a shape no check could read: refused, nothing verified
-        return refusal(_input_refused(app, args, str(exc)))
+        hint = _own_specs()["verify_conclusion"].args["conclusion"].description
+        return _unformed(args, exc, wrap=False, hint=hint)
     return app.verify_only(caller, assertion)
-
-
-def _input_refused(app: GuardApp, args: dict[str, Any], problem: str) -> Verdict:
-    return Verdict(
-        verification_id=None,
-        member=str(args.get("member", "")),
-        decision="rejected",
-        codes=[ARGS_CODE],
-        reason=f"[{ARGS_CODE}] {problem}",
-        recommendation=_own_specs()["verify_conclusion"].args["conclusion"].description,
-    )
 
 
 def _screen(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
@@ -411,16 +401,20 @@ def _task(event: str) -> Work:
     return work
 
 
-def _unformed(args: dict[str, Any], exc: ValueError) -> Reply:
-    """Arguments that form no input of their kind: refused in our words, nothing verified."""
+def _unformed(
+    args: dict[str, Any], exc: ValueError, *, wrap: bool = True, hint: str | None = None
+) -> Reply:
+    """Arguments that form no input of their kind: refused in our words, nothing verified;
+    ``wrap``: the tool answers a :class:`Guarded`."""
     verdict = Verdict(
         verification_id=None,
         member=str(args.get("member", "")),
         decision="rejected",
         codes=[ARGS_CODE],
         reason=f"[{ARGS_CODE}] {exc}",
+        recommendation=hint,
     )
-    return refusal(Guarded(verdict=verdict))
+    return refusal(Guarded(verdict=verdict) if wrap else verdict)
 
 
 def _post(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
