@@ -38,7 +38,7 @@ from lingyi.log import verification_record
 from lingyi.models import Assertion, AssertionType, ToolCall
 from lingyi.server.app import Caller, GuardApp, Run
 from lingyi.server.executors import search
-from lingyi.server.wire import Guarded, success, verdict_of
+from lingyi.verdict import Guarded, success, verdict_of
 
 QUERIES = ("气功", "庄子逍遥游", "科学方法论", "meditation", "太极拳", "儒家 仁义")
 

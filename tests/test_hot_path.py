@@ -127,10 +127,10 @@ def test_each_policy_snapshot_runs_its_own_checks(tmp_path: Path) -> None:
         assert without < with_check
 
 
-def test_a_check_result_built_without_validation_equals_a_validated_one() -> None:
-    """Each check's result is built from its typed outcome without validation: equal to the
-    validated model field by field and in its JSON, with a fallback and found evidence too;
-    an outcome that is not as typed is validated as before (a plugin's bad value)."""
+def test_a_check_result_is_the_validated_model_of_its_outcome() -> None:
+    """Each check's result is built through the model's own constructor: equal to a
+    re-validated copy field by field and in its JSON, with a fallback and found evidence too;
+    an outcome that is not as typed is coerced where pydantic coerces, refused otherwise."""
     from pydantic import ValidationError
 
     from lingyi.checks import Outcome
@@ -152,7 +152,6 @@ def test_a_check_result_built_without_validation_equals_a_validated_one() -> Non
         assert made == validated
         assert made.model_dump_json() == validated.model_dump_json()
         assert made.blocking is validated.blocking
-    # not as typed: validated, as before (coerced where pydantic coerces, refused otherwise)
     assert _result_of(entry, Outcome("no", "not a bool")).passed is False  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         _result_of(entry, Outcome(None, "not a bool"))  # type: ignore[arg-type]

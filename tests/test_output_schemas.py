@@ -9,20 +9,20 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 
 from lingyi.backends.kb import KBHit
 from lingyi.models import Fallback, ToolCall
 from lingyi.server.executors import IMPLEMENTATIONS
 from lingyi.server.schemas import flat_schema
-from lingyi.server.tools import _OWN, RawArguments
-from lingyi.server.wire import CheckBrief, Guarded, SearchHits, Verdict
+from lingyi.server.tools import _OWN
+from lingyi.verdict import CheckBrief, Guarded, SearchHits, Verdict
 
 MODELS = [impl.output for impl in IMPLEMENTATIONS.values()] + [out for _, out in _OWN.values()]
 
 
 def _derived(model: Any) -> dict[str, Any]:
-    return FuncMetadata(arg_model=RawArguments, output_model=model).output_schema or {}
+    return FuncMetadata(arg_model=ArgModelBase, output_model=model).output_schema or {}
 
 
 def _refs(node: Any) -> Iterator[str]:

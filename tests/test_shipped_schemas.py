@@ -22,7 +22,7 @@ from lingyi.server import GuardApp, build_server, schemas
 from lingyi.server.executors import IMPLEMENTATIONS
 from lingyi.server.schemas import model_key, shipped_schema
 from lingyi.server.tools import _OWN, ToolTable, derived_schema, output_models, output_schema
-from lingyi.server.wire import Guarded, SearchHits, Verdict
+from lingyi.verdict import Guarded, SearchHits, Verdict
 from tests.test_server import Deployment, deploy, listed_tools
 
 TOOL_MODELS = {name: impl.output for name, impl in IMPLEMENTATIONS.items()} | {
@@ -105,8 +105,8 @@ def test_the_file_holds_every_model_the_guard_serves() -> None:
 @pytest.mark.parametrize(
     ("model", "key"),
     [
-        (Verdict, "lingyi.server.wire.Verdict"),
-        (Guarded[SearchHits], "lingyi.server.wire.Guarded[lingyi.server.wire.SearchHits]"),
+        (Verdict, "lingyi.verdict.Verdict"),
+        (Guarded[SearchHits], "lingyi.verdict.Guarded[lingyi.verdict.SearchHits]"),
         (dict[str, Any], "dict[str, typing.Any]"),
         (PluginResult, "tests.test_shipped_schemas.PluginResult"),
     ],

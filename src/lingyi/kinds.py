@@ -8,11 +8,13 @@ relays, URLs, predictions) run on its text like on any assertion, and the kind's
 outputs (a conclusion's retry ``route``, an answer's ``sources``), which the log keeps and
 replay prints beside the contract's fields.
 
-A kind registers itself with :func:`register_kind`; :func:`kind_of` finds it by name.
+A package declares its kinds under the ``lingyi.kinds`` entry point, as lingyi does for its own
+(pyproject.toml); :func:`kind_of` finds one by name. The check library imports none of them.
 """
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lingyi.models import Assertion
@@ -38,7 +40,9 @@ class Kind(Protocol):
         ...
 
 
+KIND_GROUP = "lingyi.kinds"  # [project.entry-points."lingyi.kinds"] name = "package:OBJECT"
 _KINDS: dict[str, Kind] = {}
+_loaded = False
 
 
 def register_kind(kind: Kind) -> Kind:
@@ -49,8 +53,8 @@ def register_kind(kind: Kind) -> Kind:
 
 
 def kind_of(name: str) -> Kind | None:
-    """The kind registered under ``name`` (built-in kinds load on first use)."""
-    _load_builtin()
+    """The kind registered under ``name`` (the installed kinds load on first use)."""
+    _load()
     return _KINDS.get(name)
 
 
@@ -63,32 +67,20 @@ def input_assertion(given: dict[str, Any]) -> Assertion:
 
 
 def kind_names() -> list[str]:
-    _load_builtin()
+    _load()
     return sorted(_KINDS)
 
 
-_builtin_loaded = False
+def _load() -> None:
+    """Register the kinds that installed packages declare under :data:`KIND_GROUP` (the
+    built-in ones too: lingyi's own pyproject.toml declares them).
 
-
-def _load_builtin() -> None:
-    """Import the modules whose import registers the built-in kinds (none missing is fatal).
-
-    Once per process: every verification asks for its kind, and looking for a module that is
-    not installed walks the import path each time (about a third of a millisecond).
+    Once per process: every verification asks for its kind, and reading the installed
+    packages' entry points each time would cost more than the verification.
     """
-    global _builtin_loaded
-    if _builtin_loaded:
+    global _loaded
+    if _loaded:
         return
-    import importlib
-
-    for module in _BUILTIN:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-    _builtin_loaded = True
-
-
-# The packages of the built-in kinds; a kind that is not installed yet is simply absent.
-_BUILTIN = ("lingyi.conclusions", "lingyi.answers", "lingyi.tasks")
+    for entry in entry_points(group=KIND_GROUP):
+        register_kind(entry.load())
+    _loaded = True

@@ -20,9 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, Protocol, TypedDict, TypeVar, Unpack
-
-from pydantic import BaseModel
+from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 from lingyi import messages
 from lingyi._ids import new_id
@@ -35,8 +33,6 @@ from lingyi.models import (
     Assertion,
     CheckResult,
     Decision,
-    Evidence,
-    Fallback,
     OnFail,
     Principal,
     ShadowVerdict,
@@ -327,55 +323,25 @@ def _shadowed(result: CheckResult) -> CheckResult:
     return result.model_copy(update={"on_fail": OnFail.WARN, "shadow": result.on_fail})
 
 
-_OPTIONAL_TEXT = frozenset({str, type(None)})
-
-
 def _result_of(entry: CheckEntry, outcome: Outcome) -> CheckResult:
-    """The check's result. Built without validation when the outcome is as typed (the
-    policy's stage and on_fail were validated when it loaded): one is built per check of
-    every call, and validation costs several times the check itself on the simple ones."""
-    found = list(outcome.found)
-    values: dict[str, Any] = {
-        "stage": entry.stage,
-        "code": entry.check,
-        "passed": outcome.passed,
-        "reason": outcome.reason,
-        "detail": dict(outcome.detail),
+    """The check's result, validated: a check is code we did not all write (plugins), and
+    pydantic's own constructor is both the public route and cheaper than ``model_construct``
+    (measured: 16 against 24 µs a result, under load)."""
+    return CheckResult(
+        stage=entry.stage,
+        code=entry.check,
+        passed=outcome.passed,
+        reason=outcome.reason,
+        detail=dict(outcome.detail),
         # A check may soften its own failure to a warning (a warn rule), never harden it.
-        "on_fail": OnFail.WARN if outcome.warn_only and not outcome.passed else entry.on_fail,
-        "recommendation": outcome.recommendation,
-        "degraded": outcome.degraded,
-        "fallback": outcome.fallback,
-        "found": found,
-        "uncertain": outcome.uncertain,
-        "shadow": None,
-    }
-    typed = (
-        type(outcome.passed) is bool
-        and type(outcome.reason) is str
-        and type(outcome.recommendation) in _OPTIONAL_TEXT
-        and type(outcome.degraded) is bool
-        and type(outcome.uncertain) is bool
-        and (outcome.fallback is None or isinstance(outcome.fallback, Fallback))
-        and all(isinstance(e, Evidence) for e in found)
+        on_fail=OnFail.WARN if outcome.warn_only and not outcome.passed else entry.on_fail,
+        recommendation=outcome.recommendation,
+        degraded=outcome.degraded,
+        fallback=outcome.fallback,
+        found=list(outcome.found),
+        uncertain=outcome.uncertain,
+        shadow=None,
     )
-    return trusted(CheckResult, values) if typed else CheckResult(**values)
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def trusted(model: type[M], values: dict[str, Any]) -> M:
-    """``model`` from ``values`` that hold every field, each of its type: what pydantic's
-    ``model_construct`` does, without its per-field loop (15 µs against about 1 µs here).
-    Only for models without extras, private attributes or post-init; tests/test_hot_path.py
-    pins the result equal to a validated one."""
-    made = model.__new__(model)
-    object.__setattr__(made, "__dict__", values)
-    object.__setattr__(made, "__pydantic_fields_set__", set(values))
-    object.__setattr__(made, "__pydantic_extra__", None)
-    object.__setattr__(made, "__pydantic_private__", None)
-    return made
 
 
 AWAITING_JUDGE = "awaiting_judge"

@@ -28,7 +28,6 @@ from typing import Any
 
 from lingyi import messages
 from lingyi.answers.checks import attempts_key, urls_cited
-from lingyi.kinds import register_kind
 from lingyi.ledger import SessionLedger
 from lingyi.log.records import JUDGE_TRACE, judge_trace
 from lingyi.models import (
@@ -201,4 +200,4 @@ def gaps(result: VerificationResult) -> list[dict[str, Any]]:
     return out
 
 
-ANSWER = register_kind(AnswerKind())
+ANSWER = AnswerKind()  # registered through the lingyi.kinds entry point (pyproject.toml)

@@ -29,10 +29,10 @@ from lingyi.config import ApprovalsSection, Config
 from lingyi.log.writer import VerificationLog
 from lingyi.models import Stage, ToolCall, VerificationResult
 from lingyi.policy import MemberPolicy, ToolSpec
-from lingyi.server.wire import ApprovalBrief, Guarded, Reply, Verdict, refusal, verdict_of
+from lingyi.verdict import ApprovalBrief, Guarded, Reply, Verdict, refusal, verdict_of
 
 if TYPE_CHECKING:
-    from lingyi.server.app import Caller
+    from lingyi.pipeline import Caller
 
 PENDING = "approval.pending"
 SELF_APPROVAL = "approval.self_approval"  # the caller answered its own request: not approved

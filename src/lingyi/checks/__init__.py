@@ -51,20 +51,19 @@ _loaded_plugins: set[str] = set()
 
 def load_builtin_checks() -> None:
     """Import the modules whose ``@register`` calls fill the registry, then plugins."""
-    # The conclusion kind's checks live with the kind (its package registers both).
-    import lingyi.conclusions  # noqa: F401
-    from lingyi.answers import checks as _answers  # noqa: F401  (the answer kind's checks)
+    # The kinds' own checks (answers, conclusions, tasks) live with their kinds and come in
+    # through the entry point, like any plugin's: the check library imports no kind.
     from lingyi.checks import (  # noqa: F401
         boundary,
         communication,
         documents,
         evidence,
+        facts,
         git,
         inference,
         pre,
         tool,
     )
-    from lingyi.tasks import checks as _tasks  # noqa: F401  (intents: begin_task, end_task)
 
     load_plugins()
 

@@ -7,7 +7,7 @@
   form (scheme and host case, www., default port, trailing slash, fragment); a URL spelled
   with look-alike letters is not the URL a tool returned;
 - a fact about a verifiable subject must agree with its evidence: evidence.subject_supported,
-  in :mod:`lingyi.checks.facts` (imported below, so that loading this module registers it).
+  in :mod:`lingyi.checks.facts` (loaded with the built-in checks).
 
 All of them read the canonical content (``ctx.canon``), whatever the declared type: a fact
 sent as ``communication`` or ``action`` is still a fact. Inside another member's relayed
@@ -213,7 +213,3 @@ def urls_recorded(ctx: CheckContext, params: UrlParams) -> Outcome:
     if spoofed:
         reason += ctx.msg("sep") + ctx.msg("look_alike", urls=", ".join(spoofed))
     return fail(reason, ctx.msg("hint"), fabricated=missing, look_alike=spoofed)
-
-
-# Registers evidence.subject_supported (it uses urls_in and relays from this module).
-from lingyi.checks import facts as _facts  # noqa: E402, F401

@@ -37,7 +37,7 @@ def verify(
 
 
 def as_dict(result: VerificationResult) -> dict[str, Any]:
-    """What the server's ``verify`` tool returns (lingyi.server.wire.Verification): the
+    """What the server's ``verify`` tool returns (lingyi.verdict.Verification): the
     result without each check's detail."""
     return result.model_dump(mode="json", exclude={"checks": {"__all__": {"detail", "found"}}})
 

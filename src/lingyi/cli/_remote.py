@@ -30,7 +30,7 @@ CONNECT_S = 5.0
 
 
 def verify(url: str, token_env: str, session: str, entered: dict[str, Any]) -> dict[str, Any]:
-    """The server's verification of ``entered`` (lingyi.server.wire.Verification, as a dict)."""
+    """The server's verification of ``entered`` (lingyi.verdict.Verification, as a dict)."""
     # A header is ASCII: a session named in other characters goes percent-encoded (UTF-8).
     headers = {"Lingyi-Session": quote(session, safe=""), **_authorization(token_env)}
     refused: list[int] = []  # HTTP statuses >= 400: the SDK answers them with a bare error

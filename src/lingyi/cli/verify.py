@@ -214,7 +214,7 @@ def _arguments(text: str | None) -> dict[str, Any]:
     return value
 
 
-# --- the output: from the verification as a dict (lingyi.server.wire.Verification) ----------
+# --- the output: from the verification as a dict (lingyi.verdict.Verification) ----------
 
 
 def json_line(done: dict[str, Any], appeal: str) -> dict[str, Any]:

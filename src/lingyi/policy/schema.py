@@ -16,7 +16,6 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from lingyi.policy._model import ArgSpec, ToolSpec
-from lingyi.policy._quick import Quick, compile_quick
 from lingyi.policy.closest import closest
 
 if TYPE_CHECKING:
@@ -142,20 +141,6 @@ def tool_schema(
     return found
 
 
-_QUICK: dict[int, tuple[Draft202012Validator, Quick | None]] = {}
-
-
-def quick_check(validator: Draft202012Validator) -> Quick | None:
-    """The quick yes of ``validator``'s schema (:mod:`lingyi.policy._quick`), made once per
-    validator (held with it, so that its id is not reused meanwhile)."""
-    found = _QUICK.get(id(validator))
-    if found is None or found[0] is not validator:
-        if len(_QUICK) >= _CACHE_SIZE:
-            _QUICK.clear()
-        found = _QUICK[id(validator)] = (validator, compile_quick(validator.schema))
-    return found[1]
-
-
 def arg_problems(
     validator: Draft202012Validator,
     args: Mapping[str, Any],
@@ -166,10 +151,7 @@ def arg_problems(
     the closest valid value where one is near. ``today``: for dates (default: today, UTC)."""
     if not isinstance(args, Mapping):
         return [ArgProblem("", "type", args, expected="object")]
-    given = dict(args)
-    quick = quick_check(validator)
-    errors = () if quick is not None and quick(given) else validator.iter_errors(given)
-    found = [p for error in errors for p in _problems(error, tool)]
+    found = [p for error in validator.iter_errors(dict(args)) for p in _problems(error, tool)]
     found += _blank(args, tool)
     found += _dates(args, tool, today or datetime.now(UTC).date())
     order = {name: i for i, name in enumerate(tool.args)}

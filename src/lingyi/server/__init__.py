@@ -2,15 +2,17 @@
 
 One module per concern:
 
-- :mod:`.wire` — what tools return: the verdict and the guarded tool's real result;
 - :mod:`.auth` — bearer tokens bound to members, Host/Origin allow-lists;
-- :mod:`.app` — the runtime (guard, ledger, council, backends, worker hop, drain);
+- :mod:`.app` — the runtime (guard, ledger, council, backends, worker hop, drain); a guarded
+  call runs through :mod:`lingyi.pipeline` and answers with :mod:`lingyi.verdict`;
 - :mod:`.tools` — the tool table built from the policies (raw arguments, the guard's own
   tools in ``guard_tools.toml``, the start-up match of policy and served tools);
 - :mod:`.executors` — the real work behind each policy tool;
 - :mod:`.resources` — policies, the recent log and the weekly report as MCP resources;
 - :mod:`.notifications` — the MCP logging capability (verdicts as log messages);
-- :mod:`.build` — the MCP server over a :class:`GuardApp`;
+- :mod:`.listchanged` — ``notifications/tools/list_changed`` when what is served changes;
+- :mod:`.approve` — ``approve_call``, an approver's answer to a held call;
+- :mod:`.build` — the SDK's low-level ``Server`` over a :class:`GuardApp`;
 - :mod:`.transports` — stdio and Streamable HTTP.
 """
 

@@ -1,11 +1,9 @@
 """The runtime shared by every tool: the guard, the ledger, the council record, the backends.
 
-A guarded tool call runs, in this order, in one worker thread: verify (the constraint layer)
-and append the verification record to the log → execute only if approved, or run the fallback
-variant the verdict offers (a dry-run push) → record the evidence the tool produced in the
-session's ledger → return. The log record is written before anything touches the world, so an
-interrupted server never has done work the log does not show. The guard owns verify → log on
-every path; nothing here decides or writes the log itself.
+A guarded tool call runs through :mod:`lingyi.pipeline` in one worker thread: verify (the
+constraint layer) and log → approvals → execute (or the fallback the verdict offers) → audit →
+record evidence → reply. The guard owns verify → log on every path; nothing here decides or
+writes the log itself.
 
 Identity: the member whose policy applies is the owner of the tool. ``verify_assertion`` and
 the council tools take the member from the caller; over HTTP with tokens a token may only
@@ -25,41 +23,39 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import LoggingLevel
+from mcp_types import CallToolRequestParams, InputResponses, LoggingLevel
 from pydantic import BaseModel
 
 from lingyi import messages
 from lingyi._ids import new_id
 from lingyi._logging import get_logger
+from lingyi.approvals import ApprovalGate
 from lingyi.backends.data import DataRegistry, DataSource
 from lingyi.backends.kb import KnowledgeBase
 from lingyi.backends.traces import TraceBackend
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
-from lingyi.errors import BackendError, ConfigError, LogError
+from lingyi.errors import ConfigError
 from lingyi.guard import Guard, kb_lookups, open_kb
 from lingyi.ledger import Ledger, LedgerLimits
-from lingyi.log.records import OutcomeRecord
 from lingyi.models import (
     Assertion,
     AssertionType,
     Decision,
     Evidence,
-    Principal,
-    ToolCall,
     VerificationResult,
 )
+from lingyi.pipeline import Call, Pipeline
+from lingyi.pipeline import Caller as Caller  # what the tools and the gate are told
 from lingyi.policy import MemberPolicy, PolicySet
-from lingyi.redact import clip, redact_text
 from lingyi.server.auth import check_members, principal_of
 from lingyi.server.sessions import http_session
-from lingyi.server.wire import (
+from lingyi.verdict import (
     Executed,
     Guarded,
     PostedMessage,
@@ -75,20 +71,7 @@ if TYPE_CHECKING:
 log = get_logger()
 
 SOURCE = "server"
-NO_OWNER = "(no owner)"  # the member of a call to a tool no policy owns: member.known rejects it
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: the ledger session, and the principal when a token was presented.
-
-    ``once``: the session is this request's alone (stateless HTTP), dropped when it is answered.
-    """
-
-    session: str
-    principal: Principal | None = None
-    once: bool = False
 
 
 @dataclass
@@ -99,8 +82,28 @@ class ConnectionScope:
     session: str = field(default_factory=lambda: f"mcp-{new_id()}")
 
 
-Ctx = Context[ConnectionScope, Any]
 Request = ServerRequestContext[ConnectionScope, Any]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """One tools/call as a tool reads it: the SDK's request context and the call's params."""
+
+    request_context: Request
+    params: CallToolRequestParams
+
+    @property
+    def protocol_version(self) -> str:
+        return self.request_context.protocol_version
+
+    @property
+    def input_responses(self) -> InputResponses | None:
+        """The client's answers to what an earlier round asked (2026-07-28)."""
+        return self.params.input_responses
+
+    @property
+    def request_state(self) -> str | None:
+        return self.params.request_state
 
 
 def caller_of(request: Request) -> Caller:
@@ -140,21 +143,6 @@ def _ends_once(method: Callable[..., T]) -> Callable[..., T]:
 
 
 @dataclass(frozen=True)
-class Done:
-    """Which call an outcome record is about: the verification it follows, and by whom."""
-
-    session: str
-    member: str
-    tool: str
-    verification_id: str
-    executed: Executed
-
-
-OutcomeStatus = Literal["failed", "held", "refused"]
-ERROR_CHARS = 2000  # an outcome's error, redacted then clipped (an upstream's text is long)
-
-
-@dataclass(frozen=True)
 class Run:
     """What an executor gets: the runtime, the tool's owner, the arguments the guard approved.
 
@@ -191,16 +179,17 @@ class GuardApp:
             raise
         self.gateway = _gateway(self, config)
         self.data = DataRegistry(_data_sources(config), config.data_roots)
-        from lingyi.approvals import ApprovalGate  # imports the wire, which imports us
-
         self.approvals = ApprovalGate(config, self.guard.log)
+        self.pipeline = Pipeline(self.guard, self.ledger, self.approvals)
         self.log_levels: dict[str, LoggingLevel] = {}  # MCP logging/setLevel, per session
         self.on_tools_changed: list[Callable[[], None]] = []  # the servers built over this app
+        self.on_session_end: list[Callable[[str], None]] = []  # their channels to the client
         self._kb: KnowledgeBase | None = None
         self._kb_lock = threading.Lock()
         self._idle = threading.Condition()
         self._inflight = 0
         self.closing = False
+        self.drained = True  # False: a stop's wait for running tool work timed out
 
     def upstream_changed(self, listing: Listing) -> None:
         """An upstream's tools changed (in the re-listing's thread): merge the new listing
@@ -270,7 +259,7 @@ class GuardApp:
             self._kb.close()
 
     @asynccontextmanager
-    async def lifespan(self, _server: MCPServer[ConnectionScope]) -> AsyncIterator[ConnectionScope]:
+    async def lifespan(self, _server: object) -> AsyncIterator[ConnectionScope]:
         """Once per stdio or in-process connection (once per app over HTTP): the connection's
         session, dropped from the ledger when the connection ends."""
         scope = ConnectionScope(self)
@@ -285,6 +274,8 @@ class GuardApp:
         """Forget a session that ended: its evidence and the log level its client chose."""
         self.ledger.drop(session, reason)
         self.log_levels.pop(session, None)
+        for hook in self.on_session_end:
+            hook(session)
 
     def check(
         self, caller: Caller, assertion: Assertion, policies: PolicySet | None = None
@@ -297,61 +288,13 @@ class GuardApp:
 
     @_ends_once
     def run_tool(self, caller: Caller, name: str, args: dict[str, Any], execute: Executor) -> Reply:
-        """verify → execute (or its fallback) → record evidence; the log is already written."""
-        policies = self.policies  # one snapshot for the whole request
-        owner = policies.tool_owner(name)
-        call = ToolCall(name=name, arguments=args)
-        assertion = Assertion(
-            member=_member_of(policies, name), type=AssertionType.ACTION, tool_call=call
-        )
-        result = self.check(caller, assertion, policies)
-        runnable = runnable_call(result, call)
-        if runnable is None or owner is None:
-            return refusal(Guarded(verdict=verdict_of(result, assertion.member)))
-        executed: Executed = "original" if runnable is call else "fallback"
-        done = Done(caller.session, owner.id, name, result.id, executed)
-        if (waits := self.approvals.hold(caller, owner, runnable, result)) is not None:
-            self.outcome(done, held_status(waits), approval_id=held_id(waits))
-            return waits  # a person approves first (lingyi.approvals); nothing ran
-        try:
-            payload, evidence = execute(Run(self, owner, runnable.arguments))
-        except BackendError as exc:
-            self.outcome(done, "failed", error=str(exc))
-            verdict = verdict_of(result, owner.id, executed, error=str(exc))
-            return refusal(Guarded(verdict=verdict))
-        except Exception as exc:  # a bug in an executor: still on the record, then raised
-            self.outcome(done, "failed", error=f"{type(exc).__name__}: {exc}")
-            raise
-        self.ledger.record(caller.session, owner.id, name, runnable.arguments, evidence)
-        return success(Guarded(verdict=verdict_of(result, owner.id, executed), result=payload))
+        """A guarded tool call through the pipeline (lingyi.pipeline): verify and log →
+        approvals → execute → audit → record evidence → reply."""
 
-    def outcome(
-        self,
-        done: Done,
-        status: OutcomeStatus,
-        *,
-        error: str | None = None,
-        approval_id: str | None = None,
-    ) -> None:
-        """Append the outcome of a call that was let through but did not run to its end.
+        def work(owner: MemberPolicy, approved: dict[str, Any]) -> tuple[BaseModel, list[Evidence]]:
+            return execute(Run(self, owner, approved))
 
-        The verification is already in the log; a log that fails now leaves it there and
-        the reply unchanged (said on stderr), since the call's fate is already decided.
-        """
-        record = OutcomeRecord(
-            verification_id=done.verification_id,
-            session=done.session,
-            member=done.member,
-            tool=done.tool,
-            status=status,
-            executed=done.executed,
-            error=clip(redact_text(error), ERROR_CHARS) if error is not None else None,
-            approval_id=approval_id,
-        )
-        try:
-            self.guard.log.append(record)
-        except LogError as exc:
-            log.error("outcome not logged", tool=done.tool, status=status, error=str(exc))
+        return self.pipeline.run(Call(caller, name, args, work, self.policies))
 
     @_ends_once
     def verify_only(self, caller: Caller, assertion: Assertion) -> Reply:
@@ -391,15 +334,6 @@ def _gateway(app: GuardApp, config: Config) -> Gateway | None:
     return gateway
 
 
-def _member_of(policies: PolicySet, tool: str) -> str:
-    """Whose policy judges a call: the tool's owner; for an upstream tool not served now, the
-    owner its policy names (tool.owned then says why it is not served)."""
-    if (owner := policies.tool_owner(tool)) is not None:
-        return owner.id
-    unserved = policies.unserved.get(tool)
-    return unserved.owner if unserved else NO_OWNER
-
-
 def _log_added(gateway: Gateway, policies: PolicySet, name: str) -> None:
     """One record per tool an upstream added: served (for whom), or why not (default deny)."""
     if (owner := gateway.owner(policies, name)) is not None:
@@ -415,27 +349,6 @@ def _data_sources(config: Config) -> dict[str, DataSource]:
         name: DataSource(name=name, **entry.model_dump())
         for name, entry in config.raw.data_sources.items()
     }
-
-
-def held_status(reply: Reply) -> OutcomeStatus:
-    """A call the approval gate answered: still waiting for a person, or refused by one."""
-    brief = reply.verdict.approval
-    return "held" if brief is None or brief.status == "pending" else "refused"
-
-
-def held_id(reply: Reply) -> str | None:
-    brief = reply.verdict.approval
-    return brief.id if brief is not None else None
-
-
-def runnable_call(result: VerificationResult, call: ToolCall) -> ToolCall | None:
-    """The call to execute: the original if approved, the fallback's variant of the same tool."""
-    if result.decision is Decision.APPROVED:
-        return call
-    fallback = result.fallback
-    if result.decision is Decision.FALLBACK and fallback and fallback.tool_call:
-        return fallback.tool_call if fallback.tool_call.name == call.name else None
-    return None
 
 
 def fallback_text(result: VerificationResult) -> str | None:

@@ -23,7 +23,7 @@ from lingyi.errors import BackendError
 from lingyi.models import Evidence
 from lingyi.policy import MemberPolicy
 from lingyi.server.app import Executor, Run
-from lingyi.server.wire import Guarded, SearchHits
+from lingyi.verdict import Guarded, SearchHits
 
 if TYPE_CHECKING:  # GitPython loads with the first git call, not when the server starts
     import git

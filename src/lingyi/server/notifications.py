@@ -9,7 +9,8 @@ opts in per request and the SDK applies its level.
 
 The protocol deprecates logging as of 2026-07-28 (SEP-2577), but 2025-11-25 clients use it.
 The message goes out as a plain notification on the request's own stream, with the SDK's
-per-request gate (:func:`mcp.server.connection.allowed_log_levels`) applied first.
+per-request gate (:func:`mcp.server.connection.allowed_log_levels`) applied first;
+``logging/setLevel`` is registered by :class:`lingyi.server.build.GuardServer`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from mcp.server.connection import allowed_log_levels
-from mcp.server.mcpserver import MCPServer
 from mcp_types import (
     EmptyResult,
     LoggingLevel,
@@ -27,8 +27,8 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from lingyi.server.app import Caller, ConnectionScope, Ctx, Request, caller_of
-from lingyi.server.wire import Reply
+from lingyi.server.app import Caller, Ctx, Request, caller_of
+from lingyi.verdict import Reply
 
 LEVELS: tuple[LoggingLevel, ...] = get_args(LoggingLevel)  # least to most severe
 DEFAULT_LEVEL: LoggingLevel = "notice"
@@ -86,14 +86,3 @@ async def set_level(request: Request, params: SetLevelRequestParams) -> EmptyRes
     caller = caller_of(request)
     request.lifespan_context.app.log_levels[caller.session] = params.level
     return EmptyResult()
-
-
-def offer_logging(server: MCPServer[ConnectionScope]) -> None:
-    """Serve logging/setLevel; the SDK then advertises the logging capability.
-
-    MCPServer has no public way to add a spec method it does not serve itself; the SDK's own
-    guidance (``mcp.server.extension.MethodBinding``) is the low-level server's
-    ``add_request_handler``, which is what this reaches.
-    """
-    lowlevel = server._lowlevel_server
-    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)

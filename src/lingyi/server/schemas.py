@@ -88,7 +88,7 @@ SHIPPED = "output_schemas.json"
 
 
 def model_key(model: Any) -> str | None:
-    """A stable name for an output model (``lingyi.server.wire.Guarded[lingyi...SearchHits]``),
+    """A stable name for an output model (``lingyi.verdict.Guarded[lingyi...SearchHits]``),
     or ``None`` for one that has none (a class defined inside a function)."""
     meta = getattr(model, "__pydantic_generic_metadata__", None)
     if meta and meta.get("origin") is not None:  # Guarded[X]: named by its origin and X

@@ -2,8 +2,9 @@
 
 Every guarded tool is published with its policy's title, description, hints and argument
 schema (:func:`lingyi.policy.input_schema`: enums of data sources, domains and members, ranges,
-patterns, ``additionalProperties: false``). The SDK does not validate or coerce the arguments:
-each tool is registered with :class:`RawArguments`, so the raw arguments reach the guard, whose
+patterns, ``additionalProperties: false``). The tools are data (an :class:`Entry` per tool: what
+tools/list shows and the function tools/call runs), served by the SDK's low-level server, which
+neither validates nor coerces arguments: the raw arguments reach the guard, whose
 ``tool.args_schema`` validates them with the same schema. ``limit: "lots"``, ``limit: 500`` and
 an unknown argument are therefore verified, logged and answered with a verdict like any call.
 
@@ -22,19 +23,18 @@ import hashlib
 import json
 import tomllib
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict, ValidationError
+from mcp_types import Tool as MCPTool
+from pydantic import ValidationError
 
 from lingyi import approvals
 from lingyi._logging import get_logger
 from lingyi._validation import problems
-from lingyi.approvals.tool import ApprovalAnswer, approve_tool
 from lingyi.checks.tool import describe_problems
 from lingyi.errors import BackendError, ConfigError, LingyiError, LogError
 from lingyi.kinds import input_assertion, kind_of
@@ -48,10 +48,11 @@ from lingyi.policy import (
     input_schema,
 )
 from lingyi.server.app import Caller, Ctx, Executor, GuardApp, Run, caller_of
+from lingyi.server.approve import ApprovalAnswer, approve_tool
 from lingyi.server.executors import IMPLEMENTATIONS, Implementation
 from lingyi.server.notifications import notify
 from lingyi.server.schemas import flat_schema, model_key, schema_file, shipped_schema
-from lingyi.server.wire import (
+from lingyi.verdict import (
     AnswerOutputs,
     Guarded,
     PostedMessage,
@@ -84,17 +85,12 @@ GUARD_JUDGES = ("member", "tool_name")
 ToolFn = Callable[[Ctx, dict[str, Any]], Awaitable[CallToolResult | InputRequiredResult]]
 
 
-class RawArguments(ArgModelBase):
-    """The SDK's argument model for every tool here: it takes the arguments as given.
+@dataclass(frozen=True)
+class Entry:
+    """One served tool: what tools/list shows of it, and what tools/call runs."""
 
-    No field is declared, so the SDK neither pre-parses, validates nor coerces anything; every
-    argument is an extra, and the tool function receives them all as ``arguments``.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    def model_dump_one_level(self) -> dict[str, Any]:
-        return {"arguments": dict(self.model_extra or {})}
+    tool: MCPTool
+    call: ToolFn
 
 
 # --- the guard's own tools ------------------------------------------------------------------
@@ -137,49 +133,53 @@ class ToolTable:
 
     def __init__(self, app: GuardApp) -> None:
         self.app = app
-        self._version = ""
-        self._tools: dict[str, Tool] = {}
-        self._validators: dict[tuple[str, str], Draft202012Validator] = {}
-        self._generation = 0  # the gateway's listing the table has entries for
-        self._build()
+        self.version = ""
+        self.entries: dict[str, Entry] = {}
+        self.validators: dict[tuple[str, str], Draft202012Validator] = {}
+        self.generation = 0  # the gateway's listing the table has entries for
+        self.build()
 
     @property
     def registries(self) -> Registries:
         return Registries.of(self.app.policies, sorted(self.app.config.raw.data_sources))
 
-    def tools(self) -> list[Tool]:
-        return list(self._tools.values())
+    def entry(self, name: str) -> Entry | None:
+        return self.entries.get(name)
 
-    def _build(self) -> None:
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The published argument schema of a tool (the SDK checks ``Mcp-Param-*`` headers)."""
+        entry = self.entries.get(name)
+        return entry.tool.input_schema if entry else None
+
+    def build(self) -> None:
         policies = self.app.policies
         for name, impl in IMPLEMENTATIONS.items():
             owner = policies.tool_owner(name)
             spec = owner.tools[name] if owner else ToolSpec()
-            self._tools[name] = self._tool(name, spec, _guarded(name, impl.execute), impl.output)
+            self.entries[name] = self.make(name, spec, _guarded(name, impl.execute), impl.output)
         for name, spec in own_tools(policies).items():
             bind, output = _OWN[name]
-            self._tools[name] = self._tool(name, spec, bind(self), output, own=True)
-        self._add_upstream_tools(policies)
+            self.entries[name] = self.make(name, spec, bind(self), output, own=True)
+        self.add_upstream_tools(policies)
+        self.version = policies.version
 
-        self._version = policies.version
-
-    def _add_upstream_tools(self, policies: PolicySet) -> None:
+    def add_upstream_tools(self, policies: PolicySet) -> None:
         """Every listed upstream tool gets an entry; tools/list shows only the served ones
         (a policy owns it, for a member the upstream allows, bound to the caller's token)."""
         gateway = self.app.gateway
-        self._generation = gateway.generation if gateway else 0
+        self.generation = gateway.generation if gateway else 0
         for name, served in (gateway.listing() if gateway else {}).items():
-            self._tools[name] = self._upstream_tool(policies, name, served)
+            self.entries[name] = self.upstream_entry(policies, name, served)
 
-    def _upstream_tool(self, policies: PolicySet, name: str, served: ServedTool) -> Tool:
+    def upstream_entry(self, policies: PolicySet, name: str, served: ServedTool) -> Entry:
         from lingyi.gateway import UpstreamResult  # loaded with the gateway (upstreams only)
         from lingyi.gateway.merge import merged_spec
 
         owner = policies.tool_owner(name)
         spec = owner.tools[name] if owner else merged_spec(ToolSpec(), served.tool)
-        return self._tool(name, spec, _guarded(name, _upstream(name)), Guarded[UpstreamResult])
+        return self.make(name, spec, _guarded(name, _upstream(name)), Guarded[UpstreamResult])
 
-    def sync(self) -> list[Tool]:
+    def sync(self) -> None:
         """Entries for the upstream tools listed since the table last looked (the new ones).
 
         A tool an upstream removed keeps its entry: a call to it reaches the guard, which
@@ -187,58 +187,46 @@ class ToolTable:
         changed (one counter), so every tools/list and tools/call may ask.
         """
         gateway = self.app.gateway
-        if gateway is None or gateway.generation == self._generation:
-            return []
-        self._generation = gateway.generation
-        policies, new = self.app.policies, []
+        if gateway is None or gateway.generation == self.generation:
+            return
+        self.generation = gateway.generation
+        policies = self.app.policies
         for name, served in gateway.listing().items():
-            if name not in self._tools:
-                self._tools[name] = self._upstream_tool(policies, name, served)
-                new.append(self._tools[name])
-        return new
+            if name not in self.entries:
+                self.entries[name] = self.upstream_entry(policies, name, served)
 
     def served(self) -> str:
         """A digest of what a caller with no token is served: the names and what tools/list
         shows of each. It changes exactly when the list the clients see changes."""
         self.refresh()
-        parts = []
-        for name in sorted(self.listed(None)):
-            tool = self._tools[name]
-            hints = tool.annotations.model_dump() if tool.annotations else None
-            parts.append([name, tool.title, tool.description, tool.parameters, hints])
-        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+        shown = [t.model_dump(mode="json", exclude={"output_schema"}) for t in self.listed(None)]
+        text = json.dumps(sorted(shown, key=lambda t: t["name"]), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
 
-    def listed(self, members: tuple[str, ...] | None) -> set[str]:
+    def listed(self, members: tuple[str, ...] | None) -> list[MCPTool]:
         """The tools a caller sees: everything but upstream tools not served, and tools
         owned by members its token is not bound to (``None``: no token, every member)."""
         policies, gateway = self.app.policies, self.app.gateway
         bound = {m.id for n in members or () if (m := policies.resolve(n))}
-        shown = set()
-        for name in self._tools:
+        shown = []
+        for name, entry in self.entries.items():
             owner = policies.tool_owner(name)
             if gateway and gateway.is_upstream(name) and gateway.owner(policies, name) is None:
                 continue
             if members and owner is not None and owner.id not in bound:
                 continue
-            shown.add(name)
+            shown.append(entry.tool)
         return shown
 
-    def _tool(
+    def make(
         self, name: str, spec: ToolSpec, fn: ToolFn, output: Any, *, own: bool = False
-    ) -> Tool:
-        # Published flat (cheaper for every client to validate), and not validated again by the
-        # SDK: the result was built from these very models (lingyi.server.wire).
-        meta = FuncMetadata(arg_model=RawArguments, output_schema=output_schema(output))
-        return Tool(
-            fn=fn,
-            name=name,
-            fn_metadata=meta,
-            is_async=True,
-            context_kwarg="ctx",
-            **self._described(name, spec, own=own),
-        )
+    ) -> Entry:
+        # Published flat (cheaper for every client to validate); the results are built from
+        # these very models (lingyi.verdict), so nothing validates them again.
+        described = self.described(name, spec, own=own)
+        return Entry(MCPTool(name=name, output_schema=output_schema(output), **described), fn)
 
-    def _described(self, name: str, spec: ToolSpec, *, own: bool) -> dict[str, Any]:
+    def described(self, name: str, spec: ToolSpec, *, own: bool) -> dict[str, Any]:
         """What tools/list shows of a tool, all of it from its spec (the policy's, or ours)."""
         hints = ToolAnnotations(
             title=spec.title or name,
@@ -249,34 +237,34 @@ class ToolTable:
         return {
             "title": spec.title or name,
             "description": spec.description if own else f"{spec.description}\n\n{GUARD_NOTE}",
-            "parameters": input_schema(spec, self.registries),
+            "input_schema": input_schema(spec, self.registries),
             "annotations": hints,
         }
 
     def refresh(self) -> None:
         """After a policy reload, publish the reloaded titles, hints and schemas."""
         policies = self.app.policies
-        if policies.version == self._version:
+        if policies.version == self.version:
             return
         own = own_tools(policies)
-        for name, tool in self._tools.items():
+        for name, entry in list(self.entries.items()):
             owner = policies.tool_owner(name)
             spec = own.get(name) or (owner.tools[name] if owner else None)
             if spec is not None:
-                for key, value in self._described(name, spec, own=name in own).items():
-                    setattr(tool, key, value)
-        self._validators.clear()
-        self._version = policies.version
+                tool = entry.tool.model_copy(update=self.described(name, spec, own=name in own))
+                self.entries[name] = Entry(tool, entry.call)
+        self.validators.clear()
+        self.version = policies.version
 
     def problems(self, name: str, arguments: dict[str, Any]) -> tuple[ToolSpec, list[ArgProblem]]:
         """What is wrong with the arguments of one of the guard's own tools."""
         policies = self.app.policies
         spec = own_tools(policies)[name]
         key = (policies.version, name)
-        if (validator := self._validators.get(key)) is None:
+        if (validator := self.validators.get(key)) is None:
             from jsonschema import Draft202012Validator  # ~50 ms: on the first call, not start
 
-            validator = self._validators[key] = Draft202012Validator(
+            validator = self.validators[key] = Draft202012Validator(
                 input_schema(spec, self.registries)
             )
         found = arg_problems(validator, arguments, spec)
@@ -369,19 +357,9 @@ def _conclude(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
     try:
         assertion = kind.assertion(args)
     except ValueError as exc:  # only a shape no check could read: refused, nothing verified
-        return refusal(_input_refused(app, args, str(exc)))
+        hint = _own_specs()["verify_conclusion"].args["conclusion"].description
+        return _unformed(args, exc, wrap=False, hint=hint)
     return app.verify_only(caller, assertion)
-
-
-def _input_refused(app: GuardApp, args: dict[str, Any], problem: str) -> Verdict:
-    return Verdict(
-        verification_id=None,
-        member=str(args.get("member", "")),
-        decision="rejected",
-        codes=[ARGS_CODE],
-        reason=f"[{ARGS_CODE}] {problem}",
-        recommendation=_own_specs()["verify_conclusion"].args["conclusion"].description,
-    )
 
 
 def _screen(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
@@ -426,16 +404,20 @@ def _task(event: str) -> Work:
     return work
 
 
-def _unformed(args: dict[str, Any], exc: ValueError) -> Reply:
-    """Arguments that form no input of their kind: refused in our words, nothing verified."""
+def _unformed(
+    args: dict[str, Any], exc: ValueError, *, wrap: bool = True, hint: str | None = None
+) -> Reply:
+    """Arguments that form no input of their kind: refused in our words, nothing verified;
+    ``wrap``: the tool answers a :class:`Guarded`."""
     verdict = Verdict(
         verification_id=None,
         member=str(args.get("member", "")),
         decision="rejected",
         codes=[ARGS_CODE],
         reason=f"[{ARGS_CODE}] {exc}",
+        recommendation=hint,
     )
-    return refusal(Guarded(verdict=verdict))
+    return refusal(Guarded(verdict=verdict) if wrap else verdict)
 
 
 def _verify_input(app: GuardApp, caller: Caller, args: dict[str, Any]) -> Reply:
@@ -528,7 +510,7 @@ def output_schema(model: Any) -> dict[str, Any]:
 
 def derived_schema(model: Any) -> dict[str, Any]:
     """What the SDK derives for ``model`` (pydantic's generator), published flat."""
-    derived = FuncMetadata(arg_model=RawArguments, output_model=model).output_schema
+    derived = FuncMetadata(arg_model=ArgModelBase, output_model=model).output_schema
     return flat_schema(derived or {})
 
 

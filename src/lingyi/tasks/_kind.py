@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from lingyi._ids import utc_now
-from lingyi.kinds import register_kind
 from lingyi.ledger import SessionLedger
 from lingyi.models import Assertion, AssertionType, Decision, VerificationResult
 
@@ -104,6 +103,7 @@ class _Event(TaskKind):
         return task_assertion(given, self.event)
 
 
-TASK = register_kind(TaskKind())
-BEGIN = register_kind(_Event("begin_task", "begin"))
-END = register_kind(_Event("end_task", "end"))
+# Registered through the lingyi.kinds entry point (pyproject.toml).
+TASK = TaskKind()
+BEGIN = _Event("begin_task", "begin")
+END = _Event("end_task", "end")

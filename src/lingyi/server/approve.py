@@ -19,7 +19,7 @@ from lingyi.approvals._state import Approval
 from lingyi.errors import LingyiError
 from lingyi.models import Principal
 from lingyi.server.app import Ctx, GuardApp, caller_of
-from lingyi.server.wire import ApprovalBrief
+from lingyi.verdict import ApprovalBrief
 
 if TYPE_CHECKING:
     from lingyi.server.tools import ToolFn, ToolTable
