@@ -24,7 +24,7 @@ LAYERS: dict[str, int] = {
     # base: data types, errors, texts, ids, paths, the config, the record of the council
     **dict.fromkeys(
         (
-            "__init__", "_cachefile", "_deferred", "_ids", "_lazy", "_locks",
+            "__init__", "_ids", "_locks",
             "_logging", "_regex", "_validation", "config", "config_paths", "errors", "kinds",
             "messages", "models", "paths", "telemetry", "backends",
         ),
@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "redact": 1,
     "policy": 2,
     "log": 2,
+    "store": 2,  # the index beside the log: its readers (appeals, query) and the log are one layer
     "ledger": 2,  # the session evidence, indexed on canonical text
     "council": 2,  # the council record (redacted, canonical text)
     "checks": 3,
@@ -56,7 +57,6 @@ LAYERS: dict[str, int] = {
     "cli": 9,
     "__main__": 9,  # python -m lingyi: the command line
     "replay": 8,
-    "_warm": 9,  # the warm process (being removed): it starts the CLI and the server
 }  # fmt: skip
 
 
@@ -67,12 +67,6 @@ KNOWN: dict[tuple[str, str], str] = {
     # (lingyi.plan) takes that over, and the policy stops importing the checks
     ("lingyi.policy._load", "lingyi.checks"): "plan",
     ("lingyi.policy._model", "lingyi.checks"): "plan",
-    ("lingyi.policy._load", "lingyi._warm.policies"): "the warm process's removal",
-    ("lingyi._warm.policies", "lingyi.layer"): "the warm process's removal",
-    ("lingyi._warm.policies", "lingyi.policy._load"): "the warm process's removal",
-    ("lingyi.stats.builder", "lingyi.stats.days"): "the stats rollup's removal (one store)",
-    ("lingyi.stats.days", "lingyi.stats.store"): "the stats rollup's removal (one store)",
-    ("lingyi.stats.store", "lingyi.stats.builder"): "the stats rollup's removal (one store)",
 }
 
 

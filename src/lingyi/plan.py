@@ -125,7 +125,7 @@ def _mandatory() -> list[CheckEntry]:
     """The entries of the checks every tool call runs (the same for every member)."""
     mandatory = [CheckEntry(check=c, stage=Stage.TOOL_VALIDATION) for c in MANDATORY_TOOL_CHECKS]
     for entry in mandatory:
-        entry._parsed = REGISTRY[entry.check].params()
+        entry.attach(REGISTRY[entry.check].params())
     return mandatory
 
 

@@ -418,7 +418,7 @@ def _attach(entries: list[CheckEntry], params: dict[int, CheckParams]) -> list[C
     a folder with a problem builds no policy set)."""
     for i, entry in enumerate(entries):
         if i in params:
-            entry._parsed = params[i]
+            entry.attach(params[i])
     return entries
 
 

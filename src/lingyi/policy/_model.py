@@ -88,6 +88,10 @@ class CheckEntry(_Strict):
     def parsed(self) -> CheckParams:
         return self._parsed
 
+    def attach(self, params: CheckParams) -> None:
+        """Give the entry its parameters, validated against its check's (the loader's job)."""
+        self._parsed = params
+
     @property
     def shadow(self) -> bool:
         return self.mode == "shadow"

@@ -36,8 +36,8 @@ from lingyi.log.checkpoints import CheckpointReport
 from lingyi.log.keys import KeyRing
 from lingyi.log.reader import LogLine, decode_line, loads, open_log, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind
-from lingyi.store import Row, Summary
 from lingyi.store.anchor import read_checkpoints
+from lingyi.store.base import Row, Summary
 
 log = get_logger(__name__)
 
