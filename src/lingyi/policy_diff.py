@@ -14,6 +14,7 @@ what a start would refuse is reported with it (:attr:`Sides.weakenings`).
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -180,8 +181,10 @@ class Sides:
         return guard
 
     def _kb(self, policies: PolicySet) -> Lookup:
-        kb = open_kb(self.config, policies, watch=False)
-        return kb_lookup(lambda: kb, url_base=self.config.raw.evidence.kb_url_base)
+        # Opened on the first lookup, as ``lingyi verify`` does: a log with no fact about the
+        # knowledge base never needs it.
+        kb = functools.cache(lambda: open_kb(self.config, policies, watch=False))
+        return kb_lookup(kb, url_base=self.config.raw.evidence.kb_url_base)
 
     def close(self) -> None:
         for guard in self._guards:

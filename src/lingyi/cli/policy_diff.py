@@ -27,9 +27,9 @@ from lingyi.policy_diff import (
 
 EXAMPLE = """
 \b
-Example: try a stricter medical boundary before making it.
-  cp -r validators /tmp/try
-  $EDITOR /tmp/try/_common.toml          # e.g. a lexicon term, or an on_fail
+Example: check a policy edit before making it.
+  cp -rL validators /tmp/try
+  $EDITOR /tmp/try/_common.toml          # an on_fail, a lexicon term, ...
   lingyi policy diff /tmp/try examples/eval
   lingyi policy diff /tmp/try --log var/verification.jsonl --json
 """
