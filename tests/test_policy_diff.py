@@ -15,12 +15,15 @@ from typing import Any
 import pytest
 
 from lingyi.cli import main
+from lingyi.council import CouncilMessage, FileCouncil
+from lingyi.errors import LingyiError
 from lingyi.models import CheckResult, Decision, OnFail, Stage, VerificationResult
-from lingyi.policy_diff import Decided, code_states, compare
+from lingyi.policy_diff import Decided, ReadOnlyCouncil, code_states, compare
 from tests.conftest import ROOT, SHIPPED_POLICIES
 
 EVAL = ROOT / "examples" / "eval"
 INFERENCE = EVAL / "eval-inference.jsonl"
+MESSAGE = '{"id": "m-1", "from": "lingflow", "content": "v0.16 审计已完成"}\n'
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -205,6 +208,9 @@ def test_the_log_is_re_decided_and_never_written(
     appealed = run(capsys, "--log", str(log), "appeal", records["i-1"], "--reason", "a forecast")
     assert appealed[0] == 0, appealed[2]
     before = hashlib.sha256(log.read_bytes()).hexdigest()
+    council = tmp_path / "var" / "council.jsonl"
+    council.parent.mkdir()
+    council.write_text(MESSAGE, encoding="utf-8")
     folder = edited(tmp_path, "strict", *STRICT_INFERENCE)
     found = diff(capsys, config, str(folder), "--log", str(log))
     assert found["source"] == {"kind": "log", "path": str(log)} and found["inputs"] == 57
@@ -213,7 +219,18 @@ def test_the_log_is_re_decided_and_never_written(
         assert change["record"] == records[change["assertion_id"]]
         assert change["where"].startswith(f"{log}:")
     assert hashlib.sha256(log.read_bytes()).hexdigest() == before
-    assert not (tmp_path / "var").exists()
+    assert council.read_text(encoding="utf-8") == MESSAGE
+    assert sorted(p.name for p in council.parent.iterdir()) == ["council.jsonl"]
+
+
+def test_the_council_record_of_a_log_diff_cannot_be_written(tmp_path: Path) -> None:
+    """The log diff reads the deployment's council record through a view that refuses
+    writes: a what-if never posts."""
+    view = ReadOnlyCouncil(FileCouncil(tmp_path / "council.jsonl"))
+    message = CouncilMessage.model_validate({"from": "lingflow", "content": "x"})
+    with pytest.raises(LingyiError, match="never writes"):
+        view.append(message)
+    assert not (tmp_path / "council.jsonl").exists()
 
 
 def test_log_and_transcripts_together_are_refused(

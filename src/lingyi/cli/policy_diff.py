@@ -35,6 +35,9 @@ Example: check a policy edit before making it.
 """
 
 
+SHOWN = 3  # weakenings printed in full; --json and lingyi policy check give them all
+
+
 @policy_group.command(
     "diff",
     short_help="Decide the same inputs under another policy folder: what changes.",
@@ -131,7 +134,10 @@ def _weaker_text(app: App, sides: Sides) -> list[str]:
         f"note: {sides.other} is weaker than the shipped policies in {len(sides.weakenings)} "
         "place(s); loaded anyway (a diff is a what-if), but a start would refuse it:"
     )
-    return [app.paint(note, fg="yellow")] + [f"  {w}" for w in sides.weakenings]
+    shown = [f"  {w}" for w in sides.weakenings[:SHOWN]]
+    if more := len(sides.weakenings) - SHOWN:
+        shown.append(f"  … and {more} more: lingyi policy check {sides.other} lists them all")
+    return [app.paint(note, fg="yellow"), *shown]
 
 
 def _change_text(app: App, change: Change) -> str:
