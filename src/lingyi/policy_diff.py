@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,16 +238,36 @@ def _replayed(
 
 
 def diff_transcripts(
-    sides: Sides, diff: Diff, files: Iterable[tuple[str, Sequence[bytes]]]
+    sides: Sides,
+    diff: Diff,
+    files: Iterable[tuple[str, Sequence[bytes]]],
+    progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Replay each transcript under both folders; add each assertion's pair to ``diff``."""
+    """Replay each transcript under both folders; add each assertion's pair to ``diff``.
+    ``progress`` is told the bytes decided so far, each line counting once per side."""
     guards = [sides.guard(p, MemoryCouncil(), lookups=False) for p in (sides.before, sides.after)]
+    counted = _Counted(progress)
     for path, lines in files:
-        before, bad = _replayed(guards[0], path, lines)
-        after, _ = _replayed(guards[1], path, lines)  # the same lines: the same bad ones
+        before, bad = _replayed(guards[0], path, counted(lines))
+        after, _ = _replayed(guards[1], path, counted(lines))  # the same lines: the same bad ones
         diff.bad += bad
         for lineno in sorted(before.keys() & after.keys()):
             diff.add(before[lineno], after[lineno])
+
+
+@dataclass
+class _Counted:
+    """Lines passed through, their bytes added up and reported as they are decided."""
+
+    progress: Callable[[int], None] | None
+    done: int = 0
+
+    def __call__(self, lines: Iterable[bytes]) -> Iterator[bytes]:
+        for line in lines:
+            yield line
+            self.done += len(line)
+            if self.progress is not None:
+                self.progress(self.done)
 
 
 # --- the verification log ----------------------------------------------------------------

@@ -3,7 +3,6 @@ differently (the engine is :mod:`lingyi.policy_diff`; this module reads inputs a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,18 +87,10 @@ def _run(sides: Sides, diff: Diff, paths: tuple[str, ...], progress: Any) -> dic
         diff_log(sides, diff, log, lambda done: progress(done, total))
         return {"kind": "log", "path": str(log)}
     files = transcripts(paths)
-    diff_transcripts(sides, diff, _read(files, progress))
+    read = [(f, list(transcript_lines(f))) for f in files]  # read once, decided twice
+    total = 2 * sum(len(line) for _, lines in read for line in lines)
+    diff_transcripts(sides, diff, read, lambda done: progress(done, total))
     return {"kind": "transcripts", "paths": files}
-
-
-def _read(files: list[str], progress: Any) -> Iterator[tuple[str, list[bytes]]]:
-    """Each transcript's lines (read once, decided twice); an unreadable one is bad input."""
-    total = sum(Path(f).stat().st_size for f in files if f != "-" and Path(f).is_file())
-    done = 0
-    for f in files:
-        lines = list(transcript_lines(f, lambda n, _t: progress(n, total), done))
-        done += sum(map(len, lines))
-        yield f, lines
 
 
 def _text(app: App, sides: Sides, diff: Diff, source: dict[str, Any]) -> str:
