@@ -233,6 +233,24 @@ def test_the_council_record_of_a_log_diff_cannot_be_written(tmp_path: Path) -> N
     assert not (tmp_path / "council.jsonl").exists()
 
 
+def test_a_log_that_is_not_there_is_bad_input(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No transcripts and no log at the path: exit 2 naming the path, nothing created."""
+    missing = tmp_path / "none.jsonl"
+    code, _, err = run(
+        capsys,
+        "--config",
+        str(config),
+        "policy",
+        "diff",
+        str(SHIPPED_POLICIES),
+        "--log",
+        str(missing),
+    )
+    assert code == 2 and f"{missing}: no verification log here" in err and not missing.exists()
+
+
 def test_log_and_transcripts_together_are_refused(
     tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
