@@ -1,10 +1,10 @@
 """What the weekly review costs over a big log, against the stats it is added to.
 
-Uses the realistic log of ``bench_stats.py`` (``--records`` records over 90 days, built once
+Uses the realistic log of ``bench_store.py`` (``--records`` records over 90 days, built once
 under ``benchmarks/.cache/``) and times, interleaved round by round in this process:
 
-* ``stats``: the stats of the last ISO week from the rollup, up to date (``lingyi stats``,
-  now with the week before: both weeks from one rollup read) — the baseline;
+* ``stats``: the stats of the last ISO week from the index, up to date (``lingyi stats``,
+  with the week before) — the baseline;
 * ``review``: the review pass (:func:`lingyi.stats.review_json`): open appeals, examples,
   policy versions, shadow; one streaming pass that parses only the two weeks' lines;
 * ``report``: the whole weekly report, stats + review + Markdown + HTML;
@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench_stats import CACHE, build_log
+from bench_store import CACHE, build_log
 from lingyi.report import render_html, render_markdown
 from lingyi.stats import (
     compute_stats,
@@ -34,6 +34,7 @@ from lingyi.stats import (
     with_review,
 )
 from lingyi.stats.review import review_json
+from lingyi.store import open_store
 
 
 def _log(records: int) -> Path:
@@ -63,17 +64,22 @@ def main() -> None:
     args = parser.parse_args()
     path = _log(args.records)
     window = _last_week(path)
-    compute_stats(path, window, rollup=True)  # the rollup, built once
+    compute_stats(path, window)  # the index, built once
 
     def report() -> None:
-        stats = with_review(compute_stats(path, window, rollup=True), path, window)
+        stats = with_review(compute_stats(path, window), path, window)
         render_markdown(stats, "zh"), render_html(stats, "zh")
 
+    def review() -> None:
+        store = open_store(path)
+        review_json(store, window, previous_window(window))
+        store.close()
+
     scenarios: dict[str, Callable[[], object]] = {
-        "stats": lambda: compute_stats(path, window, rollup=True),
-        "review": lambda: review_json(path, window, previous_window(window)),
+        "stats": lambda: compute_stats(path, window),
+        "review": review,
         "report": report,
-        "full": lambda: compute_stats(path, window, rollup=False),
+        "full": lambda: compute_stats(path, window, rebuild=True),
     }
     times: dict[str, list[float]] = {name: [] for name in scenarios}
     names = list(scenarios)

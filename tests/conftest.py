@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +19,44 @@ from lingyi.policy import PolicySet, load_policies
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_POLICIES = defaults_dir() / "validators"
+TIERS = Path(__file__).with_name("tiers.toml")
+FAST_TIER_LIMIT_S = 1.0  # a fast-tier test slower than this is named at the end of the run
+
+
+def _tiers() -> dict[str, tuple[set[str], set[str]]]:
+    """Each kind of slow test in tests/tiers.toml: the modules and the module::function names."""
+    kinds = tomllib.loads(TIERS.read_text(encoding="utf-8"))
+    return {kind: (set(t["modules"]), set(t["tests"])) for kind, t in kinds.items()}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test tests/tiers.toml names with its kind and with `slow` (the tier)."""
+    tiers = _tiers()
+    for item in items:
+        module = item.path.name
+        name = f"{module}::{getattr(item, 'originalname', item.name)}"
+        kinds = {k for k, (mods, tests) in tiers.items() if module in mods or name in tests}
+        if kinds:
+            for kind in sorted(kinds | {"slow"}):
+                item.add_marker(kind)
+
+
+_unmarked_slow: list[tuple[float, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note a test outside the slow tier that took longer than the fast tier allows."""
+    fast_tier = "slow" not in report.keywords
+    if report.when == "call" and fast_tier and report.duration > FAST_TIER_LIMIT_S:
+        _unmarked_slow.append((report.duration, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name the fast-tier tests that belong in tests/tiers.toml, so `make check` stays fast."""
+    if _unmarked_slow:
+        terminalreporter.section("slow tests outside the slow tier (add them to tests/tiers.toml)")
+        for duration, nodeid in sorted(_unmarked_slow, reverse=True):
+            terminalreporter.write_line(f"{duration:6.2f}s {nodeid}")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -50,7 +50,8 @@ def git_deployment(root: Path, extra: str = "", policies: str = GIT_POLICIES) ->
 
 
 SERVER = Path(__file__).with_name("upstream_server.py")
-FAKE_TOOLS = ("echo", "leak", "inject", "empty", "fail", "crash", "hang", "garbage", "mutate")
+FAKE_TOOLS = ("echo", "leak", "inject", "empty", "fail", "crash", "hang", "garbage", "mutate",
+              "poisoned", "poisoned_arg", "retitle")  # fmt: skip
 FAKE_POLICIES = "".join(
     f'\n[tools."fake.{name}"]\nread_only = true\n'
     + ('args.text = { type = "string", required = true, max_length = 1000 }\n' if name == "echo" else "")

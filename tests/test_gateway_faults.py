@@ -93,13 +93,17 @@ async def _until(condition: Any) -> None:
         await anyio.sleep(0.05)
 
 
-@pytest.mark.parametrize(("on_change", "served_after"), [("withhold", False), ("flag", True)])
+@pytest.mark.parametrize(
+    ("on_change", "change", "served_after"),
+    [("withhold", "retitle", False), ("flag", "retitle", True), ("flag", "mutate", False)],
+)
 def test_a_tool_whose_definition_changes_is_flagged_and_withheld_by_policy(
-    tmp_path: Path, on_change: str, served_after: bool
+    tmp_path: Path, on_change: str, change: str, served_after: bool
 ) -> None:
-    """fake.mutate changes echo's description and sends tools/list_changed: the gateway
+    """fake.retitle changes echo's description and sends tools/list_changed: the gateway
     re-lists, logs the change, and (withhold) stops serving echo, or (flag) serves the new
-    definition."""
+    definition. fake.mutate's new description asks the model to read ~/.ssh/id_rsa (a poisoned
+    tool): withheld even with flag."""
     extra = fake_upstream(timeout_s=10, on_change=on_change)
     dep = git_deployment(tmp_path / "deploy", extra, FAKE_POLICIES)
     seen: dict[str, Any] = {}
@@ -108,11 +112,11 @@ def test_a_tool_whose_definition_changes_is_flagged_and_withheld_by_policy(
         assert app.gateway is not None
         gateway = app.gateway
         seen["before"] = (await client.call_tool("fake.echo", {"text": "a"})).is_error
-        await client.call_tool("fake.mutate", {})
+        await client.call_tool(f"fake.{change}", {})
         await _until(
             lambda: (
                 "fake.echo" in gateway.withheld
-                or "id_rsa" in (gateway.tools["fake.echo"].tool.description or "")
+                or "unchanged" in (gateway.tools["fake.echo"].tool.description or "")
             )
         )
         listed = {t.name: t for t in (await client.list_tools()).tools}
@@ -125,4 +129,4 @@ def test_a_tool_whose_definition_changes_is_flagged_and_withheld_by_policy(
     assert seen["listed"] is served_after
     assert seen["after"] is (not served_after)
     if served_after:
-        assert "id_rsa" in seen["description"]
+        assert "unchanged" in seen["description"]

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lingyi.log import Query, Skipped, file_appeal, format_human, query_log, tail_log
+from lingyi.log import Query, Skipped, file_appeal, format_human, query_log, record_hash, tail_log
 from tests.test_stats import R1, R2, R3, R4, R5, R6, run_lingyi, vrec, write_config, write_log
 
 
@@ -118,6 +118,9 @@ def test_tail_and_query_never_show_a_secret_an_older_record_holds(
             "arguments": {"password": "hunter2-correct-horse"},
         },
     )
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
+    old |= {"prev": last["hash"], "seq": last["seq"] + 1}  # chained, as an older writer did
+    old["hash"] = record_hash(old)
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(old, ensure_ascii=False) + "\n")
     base = ["--config", write_config(tmp_path), "--log", path, "log"]
@@ -140,19 +143,19 @@ def test_cli_reports_skipped_lines_on_stderr(
     assert "skipped 1 unreadable line(s) (line 8: not JSON" in done.stderr
 
 
-def test_tail_reads_backwards_and_names_skipped_lines(
+def test_tail_names_every_line_the_index_passed_over(
     log: tuple[Path, list[dict[str, Any]]],
 ) -> None:
-    """tail stops at the N-th match from the end; a damaged line it passed is named by its
-    line number, one it never reached is not counted."""
+    """tail gives the last N matches, oldest first; every damaged line of the log (the
+    index read them all, once) is named by its line number."""
     path, w = log
     rows = path.read_text(encoding="utf-8").splitlines(keepends=True)
     path.write_text("".join([rows[0], "early garbage\n", *rows[1:5], "late garbage\n",
                              *rows[5:]]), encoding="utf-8")  # fmt: skip
-    skipped = Skipped()
-    assert ids(tail_log(path, Query(), 2, skipped=skipped)) == ids(w[-2:])
-    assert skipped.count == 0
-    assert ids(tail_log(path, Query(member="lingflow"), 2, skipped=skipped)) == ids(w[4:6])
-    assert (skipped.count, skipped.first) == (1, ["line 7: not JSON (an interrupted write, "
-                                                  "or corrupted): Expecting value: line 1 "
-                                                  "column 1 (char 0)"])  # fmt: skip
+    garbage = (
+        "not JSON (an interrupted write, or corrupted): Expecting value: line 1 column 1 (char 0)"
+    )
+    for query, expected in ((Query(), w[-2:]), (Query(member="lingflow"), w[4:6])):
+        skipped = Skipped()
+        assert ids(tail_log(path, query, 2, skipped=skipped)) == ids(expected)
+        assert (skipped.count, skipped.first) == (2, [f"line 2: {garbage}", f"line 7: {garbage}"])

@@ -1,160 +1,320 @@
-"""Calls the guard approved that did not run: an ``outcome`` record in the log's chain.
+"""Comparing a claim with the record: entailed passes, contradicted rejects, not settled is
+uncertain (issue 25, docs/checks.md "Three outcomes").
 
-A call whose execution failed (an upstream that crashed, hung past its timeout, answered
-garbage or an error; a built-in backend's BackendError) leaves, after its "approved"
-verification, an ``outcome`` record (``status = "failed"``, the verification id, the tool,
-the redacted error), so that ``lingyi log query``/``tail`` show that the tool never did it,
-``lingyi log verify`` still passes and ``lingyi stats`` counts failed executions per tool,
-the rollup and ``--full`` alike. A call that ran and returned writes no outcome.
+One table per class of the issue, in Chinese and in English: the violation (a real
+contradiction, or a claim no record makes) and its legitimate look-alike. Every row is also
+run written in traditional script, with a zero-width space inside a word, in full-width
+letters, typed as another kind of assertion, and behind the speaker's own name: the decision
+must not move. Uses the shipped policies, a real knowledge base (SQLite FTS5) over a folder
+of two runbooks, the in-memory council record and the session ledger.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
+import opencc
 import pytest
-from mcp import Client
 
-from lingyi.log import read_log, verify_chain
-from lingyi.server import GuardApp
-from lingyi.server.app import Done
-from tests.gateway_kit import FAKE_POLICIES, fake_upstream, git_deployment
-from tests.test_approvals import SECRET, cli, subprocess_lingyi
-from tests.test_server import Deployment, deploy, with_client
+from lingyi.backends.kb import KnowledgeBase
+from lingyi.checks._registry import Services
+from lingyi.config import defaults_dir, load_config
+from lingyi.council import CouncilMessage, MemoryCouncil
+from lingyi.guard import Guard, kb_lookups
+from lingyi.layer import ConstraintLayer
+from lingyi.ledger import Ledger
+from lingyi.models import Assertion, Evidence, VerificationResult
+from lingyi.policy import PolicySet
 
-# tool → the words its outcome's error holds, or None: it ran, no outcome (must pass).
-CALLS: list[tuple[str, dict[str, Any], str | None]] = [
-    ("fake.crash", {}, "upstream 'fake' failed"),
-    ("fake.fail", {}, "fake.fail failed upstream"),
-    ("fake.hang", {}, "did not answer within 3s"),
-    ("fake.garbage", {}, "did not answer within 3s"),
-    ("fake.echo", {"text": "还在 still here"}, None),
+RECORD = [
+    ("m-1", "lingflow", "v0.16 审计已完成，报告见 audit-v0.16.md，共发现 2 个中危问题，没有高危。"),
+    ("m-2", "lingflow", "v0.15 hotfix audit: no findings."),
+    ("m-3", "lingflow", "v0.17 的发布暂缓，等待安全评审。"),
+    ("m-4", "lingresearch", "I ran descriptive statistics on reading_survey first."),
+    ("m-5", "lingresearch", "先跑描述统计，再做回归。"),
+]
+ACTIVITY = Evidence(
+    id="an-9",
+    title="council activity by member, week 48",
+    snippet="lingyi 142 messages, lingflow 97, lingzhi 88, lingresearch 61",
+)
+RUNBOOKS = {
+    "ops-001.md": "---\nid: kb:ops-001\ntitle: 发布回滚手册\ndomain: 运维\ntags: [发布, 回滚]\n"
+    "---\n灰度发布期间持续观察错误率。错误率超过 2% 时立即回滚到上一个版本，"
+    "并在议事会说明原因。回滚后 30 分钟内复查监控。\n",
+    "ops-002.md": "---\nid: kb:ops-002\ntitle: Release rollback runbook\ndomain: ops\n"
+    "tags: [release, rollback]\n---\nDuring a canary release, watch the error rate. Roll "
+    "back to the previous version as soon as the error rate exceeds 2%, and say why on the "
+    "council. Check the dashboards again within 30 minutes of the rollback.\n",
+}
+
+# (speaker, declared type, content, decision)
+CLASS_1_ABSENCE = [  # a number the evidence gives no value of its kind, or that follows from it
+    (
+        "lingresearch",
+        "fact",
+        "LingResearch posted 61 messages this week, the fewest of the four.",
+        "approved",
+    ),
+    ("lingresearch", "fact", "本周灵研发了 61 条消息，是四位成员中最少的。", "approved"),
+    ("lingresearch", "fact", "1. council_activity 本周共 388 条消息。", "approved"),
+    ("lingresearch", "fact", "lingyi 142 条，比 lingflow 多 45 条（142 − 97 = 45）。", "approved"),
+    ("lingresearch", "fact", "LingResearch posted 71 messages this week.", "rejected"),
+    ("lingresearch", "fact", "本周 lingzhi 发了 98 条消息。", "rejected"),
+]
+CLASS_2_PARAPHRASE = [  # relays worded otherwise, across languages, with one detail more
+    (
+        "lingyi",
+        "communication",
+        "LingFlow said the v0.16 audit is done: two medium findings, no high ones.",
+        "approved",
+    ),
+    ("lingyi", "communication", "灵通说 v0.15 热修复审计没有发现问题。", "approved"),
+    (
+        "lingyi",
+        "communication",
+        "LingFlow said the v0.15 hotfix audit came back clean.",
+        "approved",
+    ),
+    ("lingyi", "communication", "灵研说她先做了描述统计。", "approved"),
+    ("lingyi", "communication", "灵通说 v0.16 审计发现了高危问题。", "rejected"),
+    ("lingyi", "communication", "LingFlow said the v0.16 audit found no issues.", "rejected"),
+    ("lingyi", "communication", "LingFlow said v0.17 has shipped.", "rejected"),
+    ("lingyi", "communication", "灵通说 v0.16 审计被取消了。", "rejected"),
+]
+CLASS_6_RECORD = [  # another member's work restated from the council record, no tool evidence
+    (
+        "lingyi",
+        "fact",
+        "LingFlow's v0.16 audit is complete, with 2 medium findings and no high ones.",
+        "approved",
+    ),
+    ("lingyi", "fact", "灵通的 v0.16 审计已完成，发现 2 个中危问题。", "approved"),
+    ("lingyi", "fact", "LingFlow's v0.16 audit is complete, with 3 high findings.", "rejected"),
+    ("lingyi", "fact", "灵通的 v0.18 审计已完成。", "rejected"),
+]
+CLASS_9_DOCUMENT = [  # a claim that cites a document is compared with the document's text
+    ("lingflow", "fact", "按 kb:ops-001，错误率超过 2% 就回滚。", "approved"),
+    (
+        "lingflow",
+        "fact",
+        "Per kb:ops-002, we roll back when the error rate exceeds 2%.",
+        "approved",
+    ),
+    ("lingflow", "fact", "按 kb:ops-001，错误率超过 10% 才回滚。", "rejected"),
+    (
+        "lingflow",
+        "fact",
+        "Per kb:ops-002, we roll back when the error rate exceeds 10%.",
+        "rejected",
+    ),
+    ("lingflow", "fact", "Per kb:ops-002, recheck the dashboards within 60 minutes.", "rejected"),
 ]
 
+OWN_NAMES = {"lingyi": "灵依", "lingflow": "LingFlow", "lingresearch": "灵研"}
+_TRADITIONAL = opencc.OpenCC("s2t")
 
-def records(dep: Deployment, kind: str) -> list[dict[str, Any]]:
-    return [r for line in read_log(dep.log) if (r := line.record) and r.get("kind") == kind]
+
+def _zero_width(text: str) -> str:
+    """A zero-width space inside the first word of two CJK characters or four letters."""
+    for i in range(len(text) - 1):
+        pair = text[i : i + 2]
+        if all("\u4e00" <= c <= "\u9fff" for c in pair) or (
+            pair.isalpha() and pair.isascii() and text[i - 2 : i].isalpha()
+        ):
+            return text[: i + 1] + "\u200b" + text[i + 1 :]
+    return text
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalnum() else c for c in text)
+
+
+VARIANTS: dict[str, Callable[[str, str, str], tuple[str, str]]] = {
+    "as written": lambda who, kind, text: (kind, text),
+    "traditional": lambda who, kind, text: (kind, _TRADITIONAL.convert(text)),
+    "zero-width": lambda who, kind, text: (kind, _zero_width(text)),
+    "full-width": lambda who, kind, text: (kind, _full_width(text)),
+    "other type": lambda who, kind, text: (
+        "fact" if kind == "communication" else "communication",
+        text,
+    ),
+    "own name": lambda who, kind, text: (kind, f"{OWN_NAMES[who]}：{text}"),
+}
+
+
+def _rows(table: list[tuple[str, str, str, str]]) -> list[object]:
+    rows: list[object] = []
+    for who, kind, text, decision in table:
+        for variant in VARIANTS:
+            rows.append(
+                pytest.param(who, kind, text, decision, variant, id=f"{text[:28]}|{variant}")
+            )
+    return rows
 
 
 @pytest.fixture(scope="module")
-def failed(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
-    """One deployment that made every call of CALLS once, in order."""
-    root = tmp_path_factory.mktemp("outcomes") / "deploy"
-    dep = git_deployment(root, fake_upstream(timeout_s=3), FAKE_POLICIES)
-
-    async def body(client: Client) -> None:
-        for tool, args, _ in CALLS:
-            await client.call_tool(tool, args)
-
-    with_client(dep, body)
-    return dep
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    folder = tmp_path_factory.mktemp("kb")
+    for name, text in RUNBOOKS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    base = KnowledgeBase(folder, watch=False)
+    yield base
+    base.close()
 
 
-@pytest.mark.parametrize(("tool", "args", "says"), CALLS)
-def test_a_failed_execution_follows_its_approval_in_the_log(
-    failed: Deployment, tool: str, args: dict[str, Any], says: str | None
+@pytest.fixture(scope="module")
+def layer(policies: PolicySet, kb: KnowledgeBase) -> ConstraintLayer:
+    council = MemoryCouncil([CouncilMessage(id=i, sender=s, content=c) for i, s, c in RECORD])
+    services = Services(lookups=kb_lookups(lambda: kb))
+    return ConstraintLayer(policies, council, services=services, language="en")
+
+
+def _ledger() -> Ledger:
+    ledger = Ledger()
+    ledger.record("s", "lingresearch", "analyze_data", {"source": "council_activity"}, [ACTIVITY])
+    found = [Evidence(id="kb:ops-001", title="发布回滚手册", snippet="灰度发布期间持续观察错误率")]
+    found += [Evidence(id="kb:ops-002", title="Release rollback runbook", snippet="watch it")]
+    ledger.record("s", "lingzhi", "search_knowledge", {"query": "回滚 rollback"}, found)
+    return ledger
+
+
+def _verify(
+    layer: ConstraintLayer, who: str, kind: str, text: str, variant: str
+) -> VerificationResult:
+    kind, text = VARIANTS[variant](who, kind, text)
+    assertion = Assertion(member=who, type=kind, session="s", content=text)
+    return layer.verify(assertion, _ledger())
+
+
+def _decided(result: VerificationResult, decision: str) -> None:
+    assert result.decision.value == decision, [
+        (c.code, c.reason) for c in result.checks if not c.passed
+    ]
+
+
+@pytest.mark.parametrize(("who", "kind", "text", "decision", "variant"), _rows(CLASS_1_ABSENCE))
+def test_a_number_the_evidence_does_not_give_is_no_contradiction(
+    layer: ConstraintLayer, who: str, kind: str, text: str, decision: str, variant: str
 ) -> None:
-    """Each failed call: its verification says approved, and an outcome record after it
-    (same verification id, tool, member, session) says failed and why. A call that ran
-    (fake.echo) has no outcome."""
-    verification = next(
-        r for r in records(failed, "verification") if (r["tool_call"] or {}).get("name") == tool
+    """List numbering, "of the four", a derived difference pass; a count the evidence gives
+    another value rejects."""
+    _decided(_verify(layer, who, kind, text, variant), decision)
+
+
+@pytest.mark.parametrize(("who", "kind", "text", "decision", "variant"), _rows(CLASS_2_PARAPHRASE))
+def test_a_paraphrased_relay_passes_and_a_contradicted_one_is_rejected(
+    layer: ConstraintLayer, who: str, kind: str, text: str, decision: str, variant: str
+) -> None:
+    """Synonyms, the other language, one detail more: not contradicted. Another value, the
+    opposite polarity, a state no record gives: rejected."""
+    _decided(_verify(layer, who, kind, text, variant), decision)
+
+
+@pytest.mark.parametrize(("who", "kind", "text", "decision", "variant"), _rows(CLASS_6_RECORD))
+def test_another_members_work_on_the_council_record_is_backed(
+    layer: ConstraintLayer, who: str, kind: str, text: str, decision: str, variant: str
+) -> None:
+    """A fact that restates what another member posted passes with no tool evidence; one the
+    record contradicts, or that no message of that member makes, is rejected."""
+    _decided(_verify(layer, who, kind, text, variant), decision)
+
+
+@pytest.mark.parametrize(("who", "kind", "text", "decision", "variant"), _rows(CLASS_9_DOCUMENT))
+def test_a_claim_that_cites_a_document_is_compared_with_its_text(
+    layer: ConstraintLayer, who: str, kind: str, text: str, decision: str, variant: str
+) -> None:
+    """The runbook says roll back above 2%: citing it for 10% (or 60 minutes for 30) is
+    rejected, citing it for 2% passes."""
+    _decided(_verify(layer, who, kind, text, variant), decision)
+
+
+OUTCOMES = [
+    (
+        "lingflow",
+        "Per kb:ops-002, we roll back when the error rate exceeds 2%.",
+        "evidence.cited_documents",
+        "entailed",
+        False,
+    ),
+    (
+        "lingflow",
+        "Per kb:ops-002, we roll back when the error rate exceeds 10%.",
+        "evidence.cited_documents",
+        "contradicted",
+        False,
+    ),
+    (
+        "lingflow",
+        "Per kb:ops-002, the on-call engineer pages the database team first.",
+        "evidence.cited_documents",
+        "not_settled",
+        True,
+    ),
+    (
+        "lingyi",
+        "灵通说 v0.16 审计发现了高危问题。",
+        "communication.on_record",
+        "contradicted",
+        False,
+    ),
+    (
+        "lingyi",
+        "灵通说 v0.15 热修复审计没有发现问题。",
+        "communication.on_record",
+        "entailed",
+        False,
+    ),
+    ("lingyi", "灵通说 v0.19 已经发布。", "communication.on_record", "contradicted", False),
+    ("lingyi", "灵知说 v0.19 已经发布。", "communication.on_record", "no_record", False),
+    (
+        "lingresearch",
+        "LingResearch posted 71 messages this week.",
+        "evidence.subject_supported",
+        "contradicted",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("who", "text", "code", "outcome", "uncertain"), OUTCOMES)
+def test_each_comparing_check_says_which_outcome_it_found(
+    layer: ConstraintLayer, who: str, text: str, code: str, outcome: str, uncertain: bool
+) -> None:
+    """detail["outcome"] names the outcome; only not_settled is uncertain (and passes with
+    no judge configured, degraded)."""
+    result = _verify(layer, who, "fact", text, "as written")
+    check = next(c for c in result.checks if c.code == code)
+    assert (check.detail["outcome"], check.uncertain) == (outcome, uncertain), check.reason
+    assert check.passed is (outcome in ("entailed", "not_settled"))
+
+
+def test_without_a_document_lookup_a_cited_document_is_not_compared(
+    policies: PolicySet, tmp_path: Path
+) -> None:
+    """Offline replay has no knowledge base: the check passes and says it compared nothing."""
+    layer = ConstraintLayer(policies, MemoryCouncil(), services=Services(), language="en")
+    text = "Per kb:ops-002, we roll back when the error rate exceeds 10%."
+    result = layer.verify(
+        Assertion(member="lingflow", type="fact", session="s", content=text), _ledger()
     )
-    assert verification["decision"] == "approved"
-    outcomes = [r for r in records(failed, "outcome") if r["tool"] == tool]
-    if says is None:
-        assert outcomes == []
-        return
-    (outcome,) = outcomes
-    assert outcome["verification_id"] == verification["id"]
-    assert outcome["status"] == "failed" and says in outcome["error"]
-    assert outcome["member"] == verification["member"] == "lingflow"
-    assert outcome["session"] == verification["session"]
-    assert outcome["seq"] > verification["seq"]
+    check = next(c for c in result.checks if c.code == "evidence.cited_documents")
+    assert check.passed and "outcome" not in check.detail
 
 
-def test_outcomes_keep_the_chain_and_are_counted_per_tool_by_stats(failed: Deployment) -> None:
-    """`lingyi log verify` passes (in process and as a command); stats count failed calls per
-    tool, the rollup and --full alike, and --member filters them; no unknown kinds."""
-    assert verify_chain(failed.log).ok
-    assert subprocess_lingyi(failed, "log", "verify").returncode == 0
-    config = ["--config", str(failed.config_path)]
-    want = {
-        tool: {"failed": 1, "held": 0, "refused": 0} for tool, _, says in CALLS if says is not None
-    }
-    for extra in ([], ["--full"], ["--member", "lingflow"], ["--member", "lingflow", "--full"]):
-        code, text = cli(*config, "stats", "--json", *extra)
-        figures = json.loads(text)
-        assert code == 0 and figures["outcomes"] == want, extra
-        assert figures["integrity"]["other_kinds"] == {}
-        assert figures["by_tool"]["fake.crash"]["approved"] == 1  # the decision is unchanged
-    code, text = cli(*config, "stats", "--json", "--member", "lingzhi")
-    assert json.loads(text)["outcomes"] == {}
-    code, text = cli(*config, "stats")
-    assert "Calls approved that did not run, per tool" in text and "fake.garbage" in text
-
-
-@pytest.mark.parametrize(
-    ("args", "count", "shows"),
-    [
-        (["log", "tail", "--kind", "outcome"], 4, "OUTCOME   FAILED    lingflow · fake.crash"),
-        (["log", "query", "--kind", "outcome", "--tool", "fake.h*"], 1, "fake.hang"),
-        (["log", "query", "--kind", "outcome", "--text", "within 3s"], 2, "fake.garbage"),
-        (["log", "query", "--kind", "outcome", "--member", "lingflow"], 4, "fake.fail"),
-        (["log", "query", "--kind", "outcome", "--tool", "fake.echo"], 0, ""),
-        (["log", "query", "--kind", "outcome", "--member", "lingzhi"], 0, ""),
-    ],
-)
-def test_log_tail_and_query_show_outcomes(
-    failed: Deployment, args: list[str], count: int, shows: str
-) -> None:
-    """A reviewer finds the failed calls with the usual filters (tool glob, text, member);
-    filters that match none find none."""
-    config = ["--config", str(failed.config_path)]
-    code, text = cli(*config, *args, "--json")
-    assert code == 0 and len(text.splitlines()) == count
-    code, text = cli(*config, *args)
-    assert shows in text
-
-
-def test_a_built_in_backend_failure_is_an_outcome_too(tmp_path: Path) -> None:
-    """git_commit with nothing staged: approved, the backend refuses, an outcome says so;
-    a commit that is made (must pass) leaves no outcome."""
-    dep = deploy(tmp_path / "deploy")
-    (dep.repo / "n.txt").write_text("n\n", encoding="utf-8")
-
-    async def body(client: Client) -> None:
-        empty = {"repo_path": "council-app", "message": "empty commit", "paths": ["README.md"]}
-        await client.call_tool("git_commit", empty)
-        made = {"repo_path": "council-app", "message": "add n.txt", "paths": ["n.txt"]}
-        assert not (await client.call_tool("git_commit", made)).is_error
-
-    with_client(dep, body)
-    (outcome,) = records(dep, "outcome")
-    assert outcome["tool"] == "git_commit" and "nothing to commit" in outcome["error"]
-    approved = [r["id"] for r in records(dep, "verification") if r["decision"] == "approved"]
-    assert outcome["verification_id"] == approved[0] and len(approved) == 2
-
-
-@pytest.mark.parametrize(
-    "error",
-    [
-        f"上游拒绝了令牌 {SECRET}",
-        f"upstream refused the token {SECRET}",
-    ],
-)
-def test_an_outcomes_error_is_redacted(tmp_path: Path, error: str) -> None:
-    """A backend error that quotes a secret (Chinese or English) is logged redacted; the rest
-    of the error is kept."""
-    dep = deploy(tmp_path / "deploy")
-    app = GuardApp(dep.config())
-    try:
-        app.outcome(Done("s1", "lingflow", "git.git_log", "v1", "original"), "failed", error=error)
-    finally:
-        app.close()
-    (outcome,) = records(dep, "outcome")
-    assert SECRET not in dep.log.read_text(encoding="utf-8")
-    assert error.split()[0] in outcome["error"] and outcome["verification_id"] == "v1"
-    assert verify_chain(dep.log).ok
+def test_a_not_settled_relay_passes_marked_uncertain_in_the_log(tmp_path: Path) -> None:
+    """The shipped policy with no judge: the relay passes, degraded, and the log record lists
+    communication.on_record under ``uncertain`` (what the weekly figures count)."""
+    config = load_config(defaults_dir() / "lingyi.toml", log=tmp_path / "log.jsonl")
+    council = MemoryCouncil([CouncilMessage(id=i, sender=s, content=c) for i, s, c in RECORD])
+    guard = Guard.from_config(config, source="test", council=council)
+    text = "LingFlow said the v0.16 audit report is long."
+    result = guard.check(Assertion(member="lingyi", type="communication", content=text), Ledger())
+    guard.close()
+    check = next(c for c in result.checks if c.code == "communication.on_record")
+    assert result.decision.value == "approved" and check.uncertain and check.degraded
+    assert check.detail["outcome"] == "not_settled"
+    record = json.loads(config.log_path.read_text(encoding="utf-8").splitlines()[-1])
+    assert record["uncertain"] == ["communication.on_record"]

@@ -16,25 +16,20 @@ import pytest
 
 from lingyi.config import Config, load_config
 from lingyi.log import (
-    GENESIS,
-    KeyRing,
-    LogOptions,
     VerificationLog,
     file_appeal,
     resolve_appeal,
     verify_chain,
 )
-from lingyi.log.chain import EDITED, ChainVerifier, tail_match
+from lingyi.log.chain import EDITED
 from lingyi.stats import (
     STATS_SCHEMA,
     LatencyHistogram,
-    StatsView,
     WindowError,
     compute_stats,
     days_window,
     last_full_week,
     parse_week,
-    pool,
     resolve_zone,
     stats_for,
     week_window,
@@ -439,24 +434,30 @@ def test_torn_last_line_is_counted_not_fatal(tmp_path: Path) -> None:
     )  # fmt: skip
 
 
-def test_older_schema_record_counts(tmp_path: Path) -> None:
-    """A v0 record (no v, no kind, no hash, other ts format) is counted and reported."""
-    path = tmp_path / "log.jsonl"
-    write_log(path, [R1])
+def test_older_schema_records_are_not_counted(tmp_path: Path) -> None:
+    """A v0 record (no v, no kind, no hash) authenticates nothing: before the chain it is
+    reported as older than it (not a break), after a hashed record it is a break (a copy
+    with its hash stripped); in neither place is it in the figures."""
     old = {
         "ts": "2026-11-24T10:00:00+00:00", "member": "lingzhi", "type": "fact",
         "decision": "rejected", "reason": "old", "latency_ms": 5,
         "checks": [{"code": "boundary.medical", "passed": False}],
     }  # fmt: skip
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(old) + "\n")
-    write_log(path, [R3])
-    s = week_stats(path, "2026-W48")
-    assert s["totals"]["total"] == 3 and s["totals"]["rejected"] == 2
-    assert s["integrity"]["schema_versions"] == {"0": 1, "1": 2}
-    assert s["integrity"]["unhashed"] == 1 and s["integrity"]["chain_breaks"] == 0
-    assert s["by_code"]["boundary.medical"]["rejected"] == 1
-    assert s["intercepted"]["boundary_violations"] == 1
+    for before_chain in (True, False):
+        path = tmp_path / f"log-{before_chain}.jsonl"
+        if before_chain:
+            path.write_text(json.dumps(old) + "\n", encoding="utf-8")
+        write_log(path, [R1])
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("" if before_chain else json.dumps(old) + "\n")
+        write_log(path, [R3])
+        s = week_stats(path, "2026-W48")
+        assert s["totals"]["total"] == 2 and s["totals"]["rejected"] == 1
+        assert s["integrity"]["schema_versions"] == {"1": 2}
+        assert s["integrity"]["unhashed"] == int(before_chain)
+        assert s["integrity"]["chain_breaks"] == int(not before_chain)
+        assert s["integrity"]["stripped"] == int(not before_chain)
+        assert "boundary.medical" not in s["by_code"]
 
 
 def test_unknown_schema_and_invalid_records_are_reported(tmp_path: Path) -> None:
@@ -478,13 +479,14 @@ def _rewrite_line(path: Path, index: int, change: dict[str, Any]) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
-def test_edited_record_is_counted_and_reported(tmp_path: Path) -> None:
-    """An edited record still counts (as edited) and is reported as a chain break."""
+def test_edited_record_is_left_out_and_reported(tmp_path: Path) -> None:
+    """An edited record is in no figure (its hash does not authenticate it) and is
+    reported as a chain break."""
     path = tmp_path / "log.jsonl"
     written = write_log(path, [R1, R2, R3])
     _rewrite_line(path, 1, {"decision": "approved"})
     s = week_stats(path, "2026-W48")
-    assert (s["totals"]["approved"], s["totals"]["rejected"]) == (2, 1)
+    assert (s["totals"]["approved"], s["totals"]["rejected"]) == (1, 1)
     i = s["integrity"]
     assert (i["edited"], i["chain_breaks"], i["relinked"], i["ok"]) == (1, 1, 0, False)
     assert i["examples"] == [{"line": 2, "id": written[1]["id"], "problem": EDITED}]
@@ -502,198 +504,19 @@ def test_deleted_record_breaks_the_link(tmp_path: Path) -> None:
     assert i["examples"][0]["id"] == written[2]["id"]
 
 
-def test_nested_lookalike_keys_do_not_fool_the_fast_path(tmp_path: Path) -> None:
+def test_nested_lookalike_keys_are_parsed_not_guessed(tmp_path: Path) -> None:
     """Tool arguments with "prev"/"ts"/"kind" keys are parsed properly, not guessed."""
     path = tmp_path / "log.jsonl"
     tricky = vrec("2026-11-23T10:00:00.000Z")
     tricky["tool_call"]["arguments"] = {"prev": "0" * 64, "ts": "2020-01-01T00:00:00.000Z",
                                         "kind": "appeal"}  # fmt: skip
     write_log(path, [tricky, R2])
-    line = path.read_bytes().splitlines(keepends=True)[0]
-    match = tail_match(line)
-    assert match is not None and match[1] == b"2026-11-23T10:00:00.000Z"
-    assert ChainVerifier(GENESIS).skim(line, match) is False  # the nested "kind": a real parse
     s = week_stats(path, "2026-W48")
     assert s["totals"]["total"] == 2 and s["integrity"]["ok"]
     assert week_stats(path, "2020-W01")["totals"]["total"] == 0
 
 
 # --------------------------------------------------------------------------- streaming
-
-
-def _messy_log(path: Path) -> None:
-    records = [
-        vrec(f"2026-11-{23 + i % 7}T{i % 24:02d}:00:00.000Z", ["lingzhi", "lingyi", "灵通"][i % 3],
-             ["approved", "rejected", "fallback"][i % 3],
-             () if i % 3 == 0 else (("boundary.medical", "reject"),), latency=1 + i)
-        for i in range(300)
-    ]  # fmt: skip
-    write_log(path, records[:100])
-    with path.open("ab") as handle:
-        handle.write(b"not json at all\n")
-    write_log(path, records[100:])
-    _rewrite_line(path, 150, {"member": "edited"})
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    del lines[220]
-    path.write_text("".join(lines), encoding="utf-8")
-
-
-def test_parallel_chunks_give_the_single_pass_result(tmp_path: Path, monkeypatch: Any) -> None:
-    """Counting a log in several worker chunks gives exactly the single-pass figures."""
-    path = tmp_path / "log.jsonl"
-    _messy_log(path)
-    window = week_window("2026-W48", UTC_ZONE)
-    ran: list[int] = []
-    real = pool.run_workers
-
-    def spy(tasks: list[Any], update: Any) -> Any:
-        parts = real(tasks, update)  # raises if the workers could not run: no silent fallback
-        ran.append(len(parts))
-        return parts
-
-    monkeypatch.setattr(pool, "run_workers", spy)
-    one = compute_stats(path, window, workers=1)
-    many = compute_stats(path, window, workers=3)
-    assert ran == [3]  # the week and the week before in one pass of three chunks
-    one.pop("generated_at"), many.pop("generated_at")
-    assert many == one
-    assert one["integrity"]["edited"] == 1 and one["integrity"]["relinked"] == 1
-    assert one["integrity"]["unreadable"] == 1 and one["totals"]["total"] == 299
-
-
-@pytest.mark.parametrize(
-    ("platform", "threads", "method"),
-    [
-        ("linux", 1, "fork"),  # the CLI: a fork costs nothing to start
-        ("linux", 3, "spawn"),  # the MCP server: threads must not be forked
-        ("darwin", 1, "spawn"),  # fork is unsafe on macOS
-        ("win32", 1, "spawn"),  # and missing on Windows
-    ],
-)
-def test_workers_fork_only_where_it_is_safe(
-    monkeypatch: Any, platform: str, threads: int, method: str
-) -> None:
-    """Workers start by fork only on Linux and only from a process with one thread."""
-    monkeypatch.setattr(pool.sys, "platform", platform)
-    monkeypatch.setattr(pool.threading, "active_count", lambda: threads)
-    assert pool.start_method() == method
-
-
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_forked_and_spawned_workers_agree(tmp_path: Path, monkeypatch: Any, method: str) -> None:
-    """Forked and spawned workers give the single-pass figures on a damaged log."""
-    path = tmp_path / "log.jsonl"
-    _messy_log(path)
-    window = week_window("2026-W48", UTC_ZONE)
-    one = compute_stats(path, window, workers=1)
-    monkeypatch.setattr(pool, "start_method", lambda: method)
-    many = compute_stats(path, window, workers=3)
-    one.pop("generated_at"), many.pop("generated_at")
-    assert many == one
-
-
-def _two_week_log(path: Path) -> None:
-    """W47 and W48 with a torn line, an edit, a deletion and appeals without a snapshot."""
-    records = [
-        vrec(f"2026-11-{16 + i % 14}T{i % 24:02d}:00:00.000Z", ["lingzhi", "灵通"][i % 2],
-             ["approved", "rejected"][i % 2], () if i % 2 == 0 else (("domain.scope", "reject"),))
-        for i in range(200)
-    ]  # fmt: skip
-    written = write_log(path, records[:80])
-    with path.open("ab") as handle:
-        handle.write(b'{"kind":"verification","ts":"2026-11-20T')  # torn, then more appended
-        handle.write(b"\n")
-    write_log(path, records[80:])
-    with VerificationLog(path) as vlog:
-        for record in (written[3], written[10]):  # 2026-11-19 (W47), 2026-11-26 (W48)
-            vlog.append({"kind": "appeal", "appeal_of": record["id"], "reason": "r", "by": "x"})
-    _rewrite_line(path, 40, {"decision": "fallback"})
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    del lines[120]
-    path.write_text("".join(lines), encoding="utf-8")
-
-
-def _figures(agg: Any) -> dict[str, Any]:
-    figures = StatsView(agg).as_json()
-    figures.pop("generated_at")
-    return dict(figures)
-
-
-def _one_pass_as_alone(path: Path, windows: list[Any], chunks: int) -> list[dict[str, Any]]:
-    """The figures of each window from one pass over ``path`` for all ``windows`` in
-    ``chunks``, asserted equal to a single-chunk pass for that window alone."""
-    both = pool.run_windows(path, windows, None, chunks)
-    both.backfill_subjects(path)
-    for window, agg in zip(windows, both.aggregators, strict=True):
-        alone = pool.run_windows(path, [window], None, 1)
-        alone.backfill_subjects(path)
-        assert _figures(agg) == _figures(alone.aggregators[0])
-    return [_figures(a) for a in both.aggregators]
-
-
-@pytest.mark.parametrize("chunks", [1, 3])
-def test_one_pass_counts_each_window_as_its_own_pass(tmp_path: Path, chunks: int) -> None:
-    """The week and the week before counted in one read of the log give, window by window,
-    exactly what a pass for that window alone gives, integrity findings included."""
-    path = tmp_path / "log.jsonl"
-    _two_week_log(path)
-    windows = [week_window("2026-W48", UTC_ZONE), week_window("2026-W47", UTC_ZONE)]
-    w48, w47 = _one_pass_as_alone(path, windows, chunks)
-    assert w48["totals"]["total"] > 0 and w47["totals"]["total"] > 0
-    assert w48["appeals"]["filed"] == 1 and w47["appeals"]["filed"] == 1
-    assert w48["integrity"]["edited"] == 1 and w48["integrity"]["relinked"] == 1
-    assert w48["integrity"]["unreadable"] == 1
-
-
-@pytest.mark.parametrize("chunks", [1, 3])
-def test_overlapping_windows_in_one_pass_count_as_their_own(tmp_path: Path, chunks: int) -> None:
-    """Windows that overlap (a day inside a week, in one pass) each count every record of
-    theirs: a record is not given to the first window that holds it only."""
-    path = tmp_path / "log.jsonl"
-    _two_week_log(path)
-    windows = [
-        week_window("2026-W48", UTC_ZONE),
-        days_window(1, UTC_ZONE, now=datetime(2026, 11, 26, 12, tzinfo=UTC)),
-    ]
-    assert all(f["totals"]["total"] > 0 for f in _one_pass_as_alone(path, windows, chunks))
-
-
-def test_a_pass_checks_the_chain_once_for_all_its_windows(tmp_path: Path) -> None:
-    """The windows of one pass share one chain verifier: one report, as log verify's."""
-    path = tmp_path / "log.jsonl"
-    _two_week_log(path)
-    windows = [week_window("2026-W48", UTC_ZONE), week_window("2026-W47", UTC_ZONE)]
-    both = pool.run_windows(path, windows, None, 3)
-    assert all(agg.chain is both.chain for agg in both.aggregators)
-    assert both.chain.report.as_json() == verify_chain(path).as_json()
-
-
-@pytest.mark.parametrize("chunks", [1, 3])
-def test_keyed_lines_outside_the_periods_are_checked_as_log_verify_does(
-    tmp_path: Path, chunks: int
-) -> None:
-    """Keyed records before both periods (checked on their raw bytes, MAC and link) give log
-    verify's report, intact and after one was rewritten without the key."""
-    path = tmp_path / "log.jsonl"
-    ring = KeyRing.from_text("c3" * 32, "test", "test")
-    with VerificationLog(path, LogOptions(keys=ring)) as vlog:
-        for i in range(60):
-            vlog.append(vrec(f"2026-11-{2 + i % 10:02d}T{i % 24:02d}:00:00.000Z"))  # W45, W46
-        for i in range(20):
-            vlog.append(vrec(f"2026-11-{23 + i % 7}T{i % 24:02d}:00:00.000Z"))  # W48
-    windows = [week_window("2026-W48", UTC_ZONE), week_window("2026-W47", UTC_ZONE)]
-
-    def check() -> dict[str, Any]:
-        both = pool.run_windows(path, windows, None, chunks, keys=ring)
-        assert both.chain.report.as_json() == verify_chain(path, ring).as_json()
-        return _figures(both.aggregators[0])
-
-    intact = check()
-    assert intact["integrity"]["chain_ok"] and intact["totals"]["total"] == 20
-    _rewrite_line(path, 30, {"decision": "rejected"})  # the old MAC no longer matches
-    forged = check()
-    assert not forged["integrity"]["chain_ok"] and forged["integrity"]["edited"] == 1
-    assert forged["totals"] == intact["totals"]
 
 
 def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
@@ -705,7 +528,7 @@ def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
             path, [vrec(f"2026-11-2{3 + i % 7}T10:00:00.000Z", latency=i) for i in range(count)]
         )
         tracemalloc.start()
-        compute_stats(path, week_window("2026-W48", UTC_ZONE), workers=1)
+        compute_stats(path, week_window("2026-W48", UTC_ZONE))
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     assert peaks[1] < peaks[0] * 1.5 + 64_000, peaks
@@ -745,28 +568,3 @@ def test_cli_stats_text_and_errors(week_log: tuple[Path, list[dict[str, Any]]]) 
     assert "fabricated communications 1" in done.stdout and "boundary.medical" in done.stdout
     bad = run_lingyi(*base, "--days", "7", "--since", "2026-11-01")
     assert bad.returncode == 2 and "use --days or --since/--until" in bad.stderr
-
-
-@pytest.mark.parametrize("workers", [1, 3])
-def test_progress_reports_bytes_up_to_the_total(
-    tmp_path: Path, monkeypatch: Any, workers: int
-) -> None:
-    """progress(done, total) never goes back, never passes the total, and ends at the total."""
-    path = tmp_path / "log.jsonl"
-    _messy_log(path)
-    monkeypatch.setattr(pool, "PROGRESS_BYTES", 4096)  # spawned workers keep the default
-    calls: list[tuple[int, int]] = []
-    compute_stats(path, week_window("2026-W48", UTC_ZONE), workers=workers,
-                  progress=lambda done, total: calls.append((done, total)))  # fmt: skip
-    size = path.stat().st_size
-    assert calls[-1] == (size, size) and all(total == size for _, total in calls)
-    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
-    assert len(calls) > (10 if workers == 1 else 0)
-
-
-def test_progress_on_a_missing_log(tmp_path: Path) -> None:
-    """No log: one call, (0, 0), so a progress bar can close."""
-    calls: list[tuple[int, int]] = []
-    compute_stats(tmp_path / "none.jsonl", week_window("2026-W48", UTC_ZONE),
-                  progress=lambda done, total: calls.append((done, total)))  # fmt: skip
-    assert calls == [(0, 0)]

@@ -9,7 +9,6 @@ import multiprocessing
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,7 @@ from lingyi.log import (
     verification_record,
     verify_chain,
 )
-from lingyi.log.chain import MAX_LISTED, ChainVerifier, tail_match
-from lingyi.log.reader import decode_line
+from lingyi.log.chain import MAX_LISTED
 from lingyi.models import (
     Assertion,
     AssertionType,
@@ -204,7 +202,7 @@ def _rehash(row: str, **change: object) -> str:
 DAMAGES: list[tuple[str, Callable[[list[str]], list[str]], int, int, int, int, int]] = [
     ("intact", lambda r: r, 0, 0, 0, 0, 0),
     ("a record older than the chain first", lambda r: [_unhashed("old"), *r], 0, 0, 0, 1, 0),
-    ("an older record in the middle", lambda r: [*r[:2], _unhashed("o"), *r[2:]], 0, 0, 0, 1, 0),
+    ("a hash-less record in the middle", lambda r: [*r[:2], _unhashed("o"), *r[2:]], 1, 0, 0, 0, 0),
     ("edited in place", lambda r: [r[0], r[1].replace("r-1", "R-1"), *r[2:]], 1, 1, 0, 0, 0),
     ("edited and re-hashed", lambda r: [r[0], _rehash(r[1], content="x"), *r[2:]], 1, 0, 1, 0, 0),
     ("deleted", lambda r: [r[0], *r[2:]], 1, 0, 1, 0, 0),
@@ -241,17 +239,16 @@ def test_log_verify_and_stats_give_one_verdict(
     got = (report.break_count, report.edited, report.relinked, report.unhashed)
     assert (*got, report.unreadable_count) == (breaks, edited, relinked, unhashed, unreadable)
     assert report.ok is (breaks == 0)
-    window = week_window("2026-W48", ZoneInfo("UTC"))  # no record in it: all on the fast path
-    for workers in (1, 2):
-        integrity = compute_stats(path, window, workers=workers)["integrity"]
-        assert integrity["chain_ok"] is report.ok
-        assert (integrity["chain_breaks"], integrity["edited"], integrity["relinked"]) == (
-            breaks, edited, relinked,
-        )  # fmt: skip
-        assert (integrity["unhashed"], integrity["unreadable"]) == (unhashed, unreadable)
-        assert [e["line"] for e in integrity["examples"]] == sorted(
-            [b.lineno for b in report.breaks] + [n for n, _ in report.unreadable]
-        )
+    window = week_window("2026-W48", ZoneInfo("UTC"))
+    integrity = compute_stats(path, window)["integrity"]
+    assert integrity["chain_ok"] is report.ok
+    assert (integrity["chain_breaks"], integrity["edited"], integrity["relinked"]) == (
+        breaks, edited, relinked,
+    )  # fmt: skip
+    assert (integrity["unhashed"], integrity["unreadable"]) == (unhashed, unreadable)
+    assert [e["line"] for e in integrity["examples"]] == sorted(
+        [b.lineno for b in report.breaks] + [n for n, _ in report.unreadable]
+    )
 
 
 def test_the_writer_links_as_the_verifier_reads(tmp_path: Path) -> None:
@@ -318,14 +315,24 @@ def test_tail_records_by_kind_and_of_any_size(tmp_path: Path) -> None:
 
 
 def test_tail_does_not_read_the_whole_log(tmp_path: Path) -> None:
-    """A log whose first 4 GiB are a hole (sparse file): the tail answers without reading them."""
+    """A log whose first 4 GiB are a hole (sparse file): the tail answers without reading them
+    (the bytes this process reads, from /proc/self/io, stay far below the hole's size)."""
     path = tmp_path / "log.jsonl"
     with path.open("wb") as handle:
         handle.truncate(4 << 30)  # no disk used; reading it forwards would take minutes
     write(path, 3)
-    started = time.perf_counter()
+    before = _bytes_read()
     assert [r["content"] for r in tail_records(path, 2)] == ["r-1", "r-2"]
-    assert time.perf_counter() - started < 2.0
+    assert _bytes_read() - before < 64 << 20
+
+
+def _bytes_read() -> int:
+    """Bytes this process has read through system calls (Linux's rchar)."""
+    io = Path("/proc/self/io")
+    if not io.exists():
+        pytest.skip("needs /proc/self/io (Linux)")
+    fields = dict(line.split(": ") for line in io.read_text().splitlines())
+    return int(fields["rchar"])
 
 
 # --------------------------------------------------------------------------- typed records
@@ -478,34 +485,3 @@ def _crafted(body: str) -> bytes:
     """A line laid out as the writer does, hashed over its own bytes (as a forger would)."""
     digest = hashlib.sha256(body.encode()).hexdigest()
     return (body[:-1] + f',"hash":"{digest}"}}\n').encode()
-
-
-_TS = '"ts":"2020-01-01T00:00:00.000Z","v":1'
-SKIM_CASES = [
-    ("as written", f'{{"kind":"verification","prev":"{GENESIS}",{_TS}}}', True),
-    ("no kind (first schema)", f'{{"prev":"{GENESIS}",{_TS}}}', True),
-    ("an appeal", f'{{"kind":"appeal","prev":"{GENESIS}",{_TS}}}', False),
-    ("wrong link", f'{{"kind":"verification","prev":"{"1" * 64}",{_TS}}}', False),
-    ("wrong link, right one nested",
-     f'{{"a":{{"prev":"{GENESIS}"}},"kind":"verification","prev":"{"1" * 64}",{_TS}}}', False),
-    ("prev twice", f'{{"prev":"{"1" * 64}","prev":"{GENESIS}",{_TS}}}', False),
-    ("kind twice", f'{{"kind":"verification","kind":"appeal","prev":"{GENESIS}",{_TS}}}', False),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("body", "skims"), [c[1:] for c in SKIM_CASES], ids=[c[0] for c in SKIM_CASES]
-)
-def test_the_fast_path_accepts_only_what_the_exact_check_accepts(body: str, skims: bool) -> None:
-    """skim verifies a line without parsing it only when feed would find nothing wrong and
-    link the same way; anything else goes to feed."""
-    raw = _crafted(body)
-    fast, exact = ChainVerifier(GENESIS), ChainVerifier(GENESIS)
-    tail = tail_match(raw)
-    assert tail is not None and fast.skim(raw, tail) is skims
-    problem = exact.feed(decode_line(1, raw))
-    if skims:
-        assert problem is None and fast.prev == exact.prev
-        assert fast.report.records == exact.report.records == 1
-    else:
-        assert fast.prev == GENESIS and fast.report.records == 0

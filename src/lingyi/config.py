@@ -121,6 +121,17 @@ class LogSection(_Strict):
         return self
 
 
+class StoreSection(_Strict):
+    """The index beside the log (derived data: deleted, it is rebuilt from the log)."""
+
+    path: str = Field(
+        "",
+        description="The SQLite index of the log (docs/store.md). Empty: <log>.index.sqlite "
+        "beside the log. Kept for paths.log only, not for a log given by --log or $LINGYI_LOG.",
+        examples=["/var/lib/lingyi/verification.index.sqlite"],
+    )
+
+
 class PoliciesSection(_Strict):
     """How the member policies in the validators folder are loaded."""
 
@@ -558,7 +569,10 @@ class UpstreamEntry(_Strict):
     command: list[str] | None = Field(
         None,
         min_length=1,
-        description="Stdio: the command and its arguments.",
+        description=(
+            "Stdio: the command and its arguments; a first word python, python3 or {python} is "
+            "the interpreter running the guard (docs/gateway.md)."
+        ),
         examples=[["python", "-m", "mcp_server_git"]],
     )
     env: dict[str, str] = Field(
@@ -609,6 +623,7 @@ class ConfigFile(_Strict):
     )
     paths: PathsSection = Field(default_factory=PathsSection)
     log: LogSection = Field(default_factory=LogSection)
+    store: StoreSection = Field(default_factory=StoreSection)
     policies: PoliciesSection = Field(default_factory=PoliciesSection)
     cli: CliSection = Field(default_factory=CliSection)
     ledger: LedgerSection = Field(default_factory=LedgerSection)
@@ -667,6 +682,7 @@ class Config(BaseModel):
     data_roots: list[Path]
     log_key_file: Path | None = None
     checkpoints_path: Path | None = None  # None: none configured, or the log was overridden
+    store_path: Path | None = None  # None: beside the log (the default, or the log overridden)
     origins: dict[str, Origin] = Field(default_factory=dict)
 
     @property
@@ -722,6 +738,9 @@ def load_config(explicit: str | Path | None = None, *, log: str | Path | None = 
         data_roots=[_under(base, p) for p in raw.paths.data_roots],
         log_key_file=_under(base, raw.log.key_file) if raw.log.key_file else None,
         checkpoints_path=_checkpoints(raw, base, log_origin),
+        store_path=_under(base, raw.store.path)
+        if raw.store.path and log_origin.kind not in ("flag", "env")
+        else None,
         origins={
             "config": found_by,
             "log": log_origin,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
 from lingyi.backends.kb import KnowledgeBase, open_kept
+from lingyi.backends.kb.search import document_url
 from lingyi.checks._registry import Services
 from lingyi.config import Config, defaults_dir
 from lingyi.council import CouncilRecord, FileCouncil
@@ -114,6 +115,28 @@ def kb_lookup(kb: Callable[[], KnowledgeBase], limit: int = 5, url_base: str = "
         return [hit.with_url(url_base).to_evidence() for hit in kb().search(query, limit)]
 
     return search
+
+
+def kb_document(kb: Callable[[], KnowledgeBase], url_base: str = "") -> Lookup:
+    """A cited document's whole text (its body as the snippet), for evidence.cited_documents;
+    nothing for an id the knowledge base does not hold."""
+
+    def document(doc_id: str) -> list[Evidence]:
+        doc = kb().get(doc_id)
+        if doc is None:
+            return []
+        url = document_url(url_base, doc.id) if url_base else None
+        return [Evidence(id=doc.id, title=doc.title, snippet=doc.body, url=url)]
+
+    return document
+
+
+def kb_lookups(kb: Callable[[], KnowledgeBase], url_base: str = "") -> dict[str, Lookup]:
+    """The lookups the knowledge base serves the checks: search, and a document by id."""
+    return {
+        "knowledge_base": kb_lookup(kb, url_base=url_base),
+        "knowledge_base.document": kb_document(kb, url_base),
+    }
 
 
 def _judge(config: Config) -> Judge | None:

@@ -9,6 +9,7 @@ server and ``lingyi approve``). The log writer's own lock is taken inside it, fo
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from lingyi.errors import LingyiError
 from lingyi.log.records import ApprovalRecord, ts_key
 from lingyi.log.writer import VerificationLog
 from lingyi.redact import clip, redact_value
+from lingyi.store import Store, open_store
 
 Clock = Callable[[], datetime]
 ARGS_CHARS = 2000  # the redacted arguments kept for the person, per value
@@ -70,9 +72,19 @@ class Book:
     def now(self) -> str:
         return ts_key(self.clock())
 
+    def store(self) -> Store:
+        """The index of the log, brought up to date (a connection per use: threads)."""
+        options = self.log.options
+        return open_store(self.path, options.keys, options.index)
+
     def recent(self) -> dict[str, Approval]:
-        """The approvals that can still matter (read backwards to the expiry window)."""
-        return recent(self.path, horizon(self.clock(), self.ttl_s))
+        """The approvals that can still matter (those of the expiry window)."""
+        with closing(self.store()) as store:
+            return recent(store, horizon(self.clock(), self.ttl_s))
+
+    def every(self) -> dict[str, Approval]:
+        with closing(self.store()) as store:
+            return every(store)
 
     def request(self, binding: Binding, request: Request) -> dict[str, Any]:
         """Append a new request for ``binding``; it expires ``ttl_s`` from now."""
@@ -140,7 +152,7 @@ class Book:
         ``guard`` may refuse first (an approver token deciding its own request).
         """
         with self.mutex:
-            found = self.recent().get(approval_id) or every(self.path).get(approval_id)
+            found = self.recent().get(approval_id) or self.every().get(approval_id)
             approval = _decidable(found, approval_id, self.now(), self)
             if guard is not None:
                 guard(approval)

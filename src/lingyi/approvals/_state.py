@@ -1,10 +1,12 @@
 """What the log says about approvals: one :class:`Approval` per id, folded from its records.
 
-The log's chain records are the only state (no second store to keep in step): the server and
-``lingyi approve`` (another process) read the same records and append to the same chain.
-Every request carries its expiry, and nothing older than the expiry window can still be
-pending or usable, so the server reads the log backwards only as far as that window
-(:func:`recent`), whatever the log's length; ``lingyi approvals --all`` streams all of it.
+The log's chain records are the only state: the server and ``lingyi approve`` (another
+process) read the same records, through the index beside the log (:mod:`lingyi.store`),
+which holds only records the chain verifier authenticated (a hash-less copy of a request
+marked ``approved`` is not one) and checks its approval rows again on every read. Every
+request carries its expiry, and nothing older than the expiry window can still be pending
+or usable, so the server folds only the events of that window (:func:`recent`);
+``lingyi approvals --all`` folds them all.
 """
 
 from __future__ import annotations
@@ -15,12 +17,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from lingyi.log.keys import LogKey
-from lingyi.log.reader import read_log, reversed_lines
 from lingyi.log.records import normalise_ts, record_kind, ts_key
+from lingyi.store import Store
 
 KIND = "approval"
 LIVE = ("pending", "approved")  # statuses in which an approval can still be used or decided
@@ -128,26 +129,11 @@ def horizon(now: datetime, ttl_s: float) -> str:
     return ts_key(now - timedelta(seconds=2 * ttl_s + 60))
 
 
-def recent(path: Path, since: str) -> dict[str, Approval]:
-    """The approvals whose records are at or after ``since``, reading the log backwards."""
-    records: list[dict[str, Any]] = []
-    for line in reversed_lines(path):
-        record = line.record
-        if record is None:
-            continue
-        ts = normalise_ts(record.get("ts"))
-        if ts is not None and ts < since:
-            break
-        if record_kind(record) == KIND:
-            records.append(record)
-    records.reverse()
-    return fold(records)
+def recent(store: Store, since: str) -> dict[str, Approval]:
+    """The approvals whose records are at or after ``since``."""
+    return fold(record for _, record in store.approvals(since))
 
 
-def every(path: Path) -> dict[str, Approval]:
-    """Every approval in the log (one streaming pass; memory grows with approvals only)."""
-    return fold(
-        line.record
-        for line in read_log(path)
-        if line.record is not None and record_kind(line.record) == KIND
-    )
+def every(store: Store) -> dict[str, Approval]:
+    """Every approval in the log."""
+    return fold(record for _, record in store.approvals())

@@ -39,7 +39,7 @@ from lingyi.backends.git_results import (
     PushResult,
     RepoState,
 )
-from lingyi.backends.pin import PinError, PinnedDirs, pin
+from lingyi.backends.pin import PinError, PinnedDirs, names_below, pin
 from lingyi.errors import BackendError
 from lingyi.paths import PathOutsideRoots, resolve_inside
 
@@ -155,16 +155,13 @@ class PinnedRepo(git.Repo):
 
 
 def _names_below(path: str | Path, real: Path, roots: Sequence[Path]) -> tuple[Path, list[str]]:
-    """The root and the names below it that ``path`` walks through, as written (no link
-    followed); refused when ``path`` reaches the roots only through a link."""
-    raw = Path(path).expanduser()
-    lexical = Path(os.path.normpath(raw if raw.is_absolute() else roots[0] / raw))
-    for root in roots:
-        base = root.resolve()
-        for written in (Path(os.path.normpath(root)), base):
-            if lexical.is_relative_to(written):
-                return base, list(lexical.relative_to(written).parts)
-    raise BackendError(f"{path}: reaches the roots through a symbolic link ({real}); {_NO_LINKS}")
+    """The root and the names below it that ``path`` walks through; refused when ``path``
+    reaches the roots only through a link."""
+    if (found := names_below(path, roots)) is None:
+        raise BackendError(
+            f"{path}: reaches the roots through a symbolic link ({real}); {_NO_LINKS}"
+        )
+    return found
 
 
 _NO_LINKS = (

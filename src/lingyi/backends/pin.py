@@ -91,6 +91,20 @@ class PinnedDirs:
             os.close(fd)
 
 
+def names_below(path: str | Path, roots: Sequence[Path]) -> tuple[Path, list[str]] | None:
+    """The real root and the names below it that ``path`` walks through, as written (no link
+    followed; a relative path is under the first root); None when ``path`` reaches the roots
+    only through a link."""
+    raw = Path(path).expanduser()
+    lexical = Path(os.path.normpath(raw if raw.is_absolute() else roots[0] / raw))
+    for root in roots:
+        base = root.resolve()
+        for written in (Path(os.path.normpath(root)), base):
+            if lexical.is_relative_to(written):
+                return base, list(lexical.relative_to(written).parts)
+    return None
+
+
 def pin(root: Path, names: Sequence[str], keep: int = 2) -> PinnedDirs:
     """Walk ``names`` below ``root`` without following links; hold the last ``keep`` folders.
 

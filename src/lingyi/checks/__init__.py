@@ -57,6 +57,7 @@ def load_builtin_checks() -> None:
     from lingyi.checks import (  # noqa: F401
         boundary,
         communication,
+        documents,
         evidence,
         git,
         inference,

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from lingyi._regex import lazy_re
 from lingyi.checks._asserted import Clause
@@ -174,11 +174,12 @@ def english_numbers(text: str) -> str:
 
 
 _TOTAL = lazy_re(
-    r"\b(?:total|in total|altogether|combined|across|overall|sum)\b|总共|一共|合计|总计|共计|加起来"
+    r"\b(?:total|in total|altogether|combined|across|overall|sum)\b|总共|一共|合计|总计|共计|加起来|共(?=\s*[\d一二两三四五六七八九十])"
 )
 _GAP = lazy_re(
     r"\b(?:more|fewer|less|higher|lower|than|gap|difference|ahead|behind|later|earlier)\b|"
-    r"比|相差|差距|高出|多出|少了|多了|差了|晚了|早了|提高了|降低了"
+    r"比|相差|差距|高出|多出|少了|多了|差了|晚了|早了|提高了|降低了|"
+    r"[=−+]|\s-\s|减去|加上"  # arithmetic written out: 5,140 − 37 = 5,103
 )
 _ZH_NUMERAL = lazy_re("[零〇一二两三四五六七八九十百千万亿]")
 _ANY_DIGIT = lazy_re(r"\d")
@@ -190,6 +191,27 @@ def _millions(text: str) -> str:
     if "m" not in text and "M" not in text:
         return text
     return _MILLION.sub(lambda m: f"{Decimal(m.group(1) or m.group(2)) * 1_000_000:f}", text)
+
+
+# Numbers that are no claim about the evidence (issue 25): list numbering ("1. ", "2)"), a
+# round or an attempt ("round 4", "第 2 轮"), how many members there are ("the fewest of the
+# four", 四位成员), HTTP status codes (504, "the 502s", "（502）"), week numbers (w16).
+_INCIDENTAL = lazy_re(
+    r"(?m)(?:^|(?<=\D[:：]))\s*(?:[-*]\s*)?\d{1,2}(?:[.)](?=\s|$)|、)|"
+    r"\b(?:round|run|attempt|iteration|try|pass|step|no\.)\s*#?\d+\b|第\s*\d+\s*(?:轮|次|遍|步)|"
+    r"\b(?:of|among|all)\s+(?:the\s+)?\d{1,2}(?=\s*(?:members?\b|of us\b|[.,;!?)]|$))|"
+    r"\d{1,2}\s*(?:位|个|名)?\s*(?:成员|members?\b)|"
+    r"(?:http|status|code|错误码|状态码|返回)\s*[:=]?\s*[1-5]\d{2}\b|"
+    r"(?<![\d.,])[45]\d{2}(?=s\b|\s*(?:errors?|responses?|status|错误|报错|响应)|\s*[)）])|"
+    r"\b(?:\d{4}-)?w(?:k|eek)?\s*\d{1,2}\b"
+)
+
+
+def incidental_blanked(text: str) -> str:
+    """``text`` with its incidental numbers blanked (same length: positions are kept)."""
+    if not _ANY_DIGIT.search(text):
+        return text
+    return _INCIDENTAL.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def _timeless(text: str) -> str:
@@ -354,7 +376,7 @@ def features(text: str, cased: str, vocab: Vocabulary, *, claim: bool = True) ->
     hits = vocab.hits(text)
     names, terms = _lexical(text, hits)
     plain = _blank(text, hits)
-    digits = numeric(plain)
+    digits = incidental_blanked(numeric(plain)) if claim else numeric(plain)
     ents = entities(digits)  # names blanked: their numerals (Four Noble Truths) are no numbers
     pair = numeric(_blank(cased, hits) if len(cased) == len(text) else cased)
     found = Features(
@@ -543,19 +565,30 @@ class Evidence:
 
     items: list[Features]
     text: str
+    # The kinds of number (rate, year, amount) whose mere presence in the evidence makes a
+    # missing value of that kind a contradiction. A whole document holds many amounts, so a
+    # cited document is compared on rates and years, and on amounts of the same unit.
+    kinds: frozenset[str] = frozenset({"rate", "year", "amount"})
 
     @property
     def values(self) -> set[Decimal]:
         return {v for f in self.items for v in f.values}
 
-    def derived(self, sums: bool, gaps: bool) -> set[Decimal]:
-        """Sums (a total) or differences (a gap) of two values of one piece of evidence."""
-        out: set[Decimal] = set()
-        for f in self.items:
-            values = sorted(f.values)[:16]
-            pairs = [(a, b) for i, a in enumerate(values) for b in values[i + 1 :]]
-            out |= {a + b for a, b in pairs} if sums else set()
-            out |= {b - a for a, b in pairs} if gaps else set()
+    @cached_property
+    def derived(self) -> set[Decimal]:
+        """Sums and differences of two values of the evidence, and the sum of all: a claim may
+        state what follows from it (5,140 − 37 = 5,103; B − A = 2.6; 共 388 条) without the
+        evidence writing it."""
+        values = sorted(self.values)[:24]
+        pairs = [(a, b) for i, a in enumerate(values) for b in values[i + 1 :]]
+        return {a + b for a, b in pairs} | {b - a for a, b in pairs} | {sum(values, Decimal(0))}
+
+    @cached_property
+    def units(self) -> dict[str, set[Decimal]]:
+        out: dict[str, set[Decimal]] = {}
+        for item in self.items:
+            for unit, values in item.units.items():
+                out.setdefault(unit, set()).update(values)
         return out
 
     def union(self, attr: str) -> set[str]:
@@ -597,14 +630,21 @@ def _number(text: Decimal | str) -> str:
 def _entities(claim: Features, ev: Evidence, verdict: Verdict) -> None:
     """Numbers, versions and ids the clause states must be in the evidence."""
     values, counts = ev.values, set(claim.counts)
-    derived = ev.derived(claim.totals, claim.gaps) if claim.totals or claim.gaps else set()
+    derived: set[Decimal] | None = None
     for text, number in claim.numbers:
         if number & {Decimal(c) for c in counts}:
             continue  # a count of documents: compared with what was found
-        if number & values or number & derived:
+        if number & values:
             verdict.anchored = True
-        else:
+            continue
+        if derived is None:  # only a total or a difference the text speaks of is derived
+            derived = ev.derived if claim.totals or claim.gaps else set()
+        if number & derived:
+            verdict.anchored = True
+        elif _same_quantity(text, number, claim, ev):
             verdict.contradictions.append(("what_number", {"value": text}))
+        else:  # the evidence gives this quantity no value at all: not settled
+            verdict.doubts.append(("what_number_absent", {"value": text}))
     for kind, found in (("version", claim.versions), ("id", claim.ids | claim.identifiers)):
         known = ev.union(f"{kind}s")
         for x in sorted(found):
@@ -614,6 +654,25 @@ def _entities(claim: Features, ev: Evidence, verdict: Verdict) -> None:
                 verdict.anchored = True
             else:
                 verdict.contradictions.append((f"what_{kind}", {"value": x}))
+
+
+def _same_quantity(text: str, number: frozenset[Decimal], claim: Features, ev: Evidence) -> bool:
+    """Does the evidence give a value of this number's kind (20 章 against 16 章, a rate
+    against a rate, a year against a year)? Then a number missing from it is contradicted;
+    when it gives none of its kind, the evidence does not settle it."""
+    recorded = ev.units
+    if any(v in vs for u, vs in claim.units.items() if u in recorded for v in number):
+        return True
+    kinds = {_kind(v, text) for v in number} & ev.kinds
+    return any(_kind(v, "") in kinds for v in ev.values)
+
+
+def _kind(value: Decimal, text: str) -> str:
+    """A rate (87.4%, 0.874), a year (1991), or an amount (a count, 1.2 s against 840 ms)."""
+    if text.endswith("%") or 0 < value < 1:
+        return "rate"
+    integral = value == value.to_integral_value()
+    return "year" if integral and 1900 <= value <= 2100 and "," not in text else "amount"
 
 
 def _names(claim: Features, ev: Evidence, titles: dict[str, set[str]], verdict: Verdict) -> None:
@@ -704,10 +763,7 @@ def _covered(claim: Features, ev: Evidence, coverage: float, verdict: Verdict) -
 
 def _units(claim: Features, ev: Evidence, verdict: Verdict) -> None:
     """A number counting what the evidence counts differently: 20 章 against 16 章."""
-    recorded: dict[str, set[Decimal]] = {}
-    for item in ev.items:
-        for unit, values in item.units.items():
-            recorded.setdefault(unit, set()).update(values)
+    recorded = ev.units
     for unit, values in claim.units.items():
         if unit in recorded and not values & recorded[unit]:
             for value in sorted(values):

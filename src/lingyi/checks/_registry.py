@@ -76,6 +76,17 @@ class Outcome:
     warn_only: bool = False
 
 
+# What a comparison of a claim with the record, the evidence or a cited document found
+# (detail["outcome"]): backed, given another value, not settled (nothing comparable: the
+# check is uncertain), or nothing on record about it at all (a fabrication looks like that).
+ENTAILED, CONTRADICTED, NOT_SETTLED, NO_RECORD = (
+    "entailed",
+    "contradicted",
+    "not_settled",
+    "no_record",
+)
+
+
 def ok(reason: str, **detail: Any) -> Outcome:
     return Outcome(True, reason, detail=detail)
 

@@ -308,6 +308,8 @@ def _matcher(groups: Mapping[str, Iterable[str]]) -> TermMatcher:
     )
 
 
+_MERIDIEM = lazy_re(r"(?<=\d)\s*([ap])\.m\.?")
+_CLEAN = lazy_re(r"\b(?:came|comes|come|is|was|were|are)\s+(?:back\s+)?clean\b")
 _PHRASAL = lazy_re(r"\b([a-z]+) (it|them|this|that|everything) (back|up|down|out|off|over)\b")
 
 
@@ -315,6 +317,8 @@ def _prepare(text: str) -> str:
     """Curly apostrophes, "rolled it back" as "rolled back it", number words as digits."""
     text = text.replace("\u2019", "'").replace("\u2018", "'")
     text = _PHRASAL.sub(r"\1 \3 \2", text)
+    text = _CLEAN.sub("found nothing", text)  # an audit that came back clean found nothing
+    text = _MERIDIEM.sub(r"\1m", text)  # 10 a.m. is 10am
     text = _NUMERAL_AFTER_NAME.sub(" ", text)  # v3一万二千四百: v3 and 12400, not v312400
     text = _WEEKDAY.sub(r"\1 ", text)  # 周一分享会: Monday's talk, not 周 + 1分
     text = _NOT_ONE.sub(r"没有\2", text)  # 一条新记录都没有: none, not one
@@ -653,7 +657,9 @@ def _states(status: list[_Hit], actions: list[_Hit], text: str, denied_act: bool
 class Verdict:
     """What one record says about one clause; ``why`` names a catalog message."""
 
-    kind: str  # "supports", "contradicts", "partial" (some of it, not all), "unrelated"
+    # "supports", "contradicts", "gap" (all of it but one detail the record has no counterpart
+    # for: not settled), "partial" (some of it: the rest is on no record), "unrelated"
+    kind: str
     why: str
     values: dict[str, str] = field(default_factory=dict)
     shared: int = 0  # how much the two have in common: the closest record is the one to show
@@ -866,7 +872,7 @@ def _coverage(claim: Clause, record: Statement, shared: int) -> Verdict:
     script cannot be looked up in it, and a paraphrase swaps a word or two: a few such words
     are tolerated next to firm matches, never a concept, a state or a proper name."""
     wanted = (claim.units | claim.negated) - _implied_by_numbers(claim, record)
-    have = record.units | record.negated
+    have = record.units | record.negated | ({NOTHING} if record.negated else set())
     missing = {u for u in wanted if not any(a in have for a in alternatives(u))}
     states = frozenset(_REQUIRED_STATES)
     missing |= {f"s:{s}" for s in claim.states & states if not _said(s, record.states)}
@@ -887,10 +893,21 @@ def _coverage(claim: Clause, record: Statement, shared: int) -> Verdict:
         return Verdict("unrelated", "nothing_shared", {}, 0)
     if hard or words:
         absent = _list(map(_name, hard | words))
+        kind = "gap" if _one_detail(hard - loose, words, firm) else "partial"
         return Verdict(
-            "partial", "clause_missing", {"clause": claim.text.strip(), "words": absent}, shared
+            kind, "clause_missing", {"clause": claim.text.strip(), "words": absent}, shared
         )
     return Verdict("partial", "words_unknown", {"words": _list(map(_name, foreign))}, shared)
+
+
+def _one_detail(hard: set[str], words: set[str], firm: int) -> bool:
+    """Is what the record lacks one detail next to firm agreement ("先做描述统计" against
+    "跑描述统计")? Then the record neither backs nor contradicts the clause: not settled.
+    A state, an outcome, an action (deleted, pushed), a value of a family (a day, a domain)
+    or a second missing concept is a claim of its own that the record does not make."""
+    if firm < 2 or len(hard) > 1 or len(hard) + len(words) > max(1, firm // 2):
+        return False
+    return all(_plain(u) and not u.startswith("c:act.") for u in hard)
 
 
 def _plain(unit: str) -> bool:

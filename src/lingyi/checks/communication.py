@@ -18,11 +18,16 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 from lingyi.checks._registry import (
+    CONTRADICTED,
+    ENTAILED,
+    NO_RECORD,
+    NOT_SETTLED,
     CheckContext,
     CheckParams,
     Outcome,
@@ -58,6 +63,25 @@ class Record:
     statement: Statement
 
 
+# What a record gives another value (or says the opposite of): the claim is contradicted.
+# Every other failure is a claim no record makes (a fabrication looks like that).
+_CONTRADICTIONS = frozenset(
+    {
+        "status_differs",
+        "value_differs",
+        "negation_differs",
+        "label_differs",
+        "version_differs",
+        "id_differs",
+        "date_differs",
+        "numbers_differ",
+        "title_differs",
+        "denied_but_said",
+    }
+)
+_RANK = {ENTAILED: 0, NOT_SETTLED: 1, NO_RECORD: 2, CONTRADICTED: 3}
+
+
 @dataclass
 class Finding:
     """The outcome for one relay: ``status`` is "ok", "fail" or "unsure"."""
@@ -67,6 +91,16 @@ class Finding:
     why: str
     values: dict[str, str] = field(default_factory=dict)
     record: str | None = None  # the record that supports it, or the closest one
+
+    @property
+    def outcome(self) -> str:
+        """Which of the comparison's outcomes this is (docs/checks.md): entailed,
+        contradicted, not_settled, or no_record (nothing on record about it)."""
+        if self.status == "ok":
+            return ENTAILED
+        if self.status == "unsure":
+            return NOT_SETTLED
+        return CONTRADICTED if self.why in _CONTRADICTIONS else NO_RECORD
 
 
 @register("communication.on_record", CommunicationParams)
@@ -81,7 +115,14 @@ def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
     vocab = vocabulary(ctx, params)
     # The claim is read with its case where folding kept positions (Kumarajiva is a name).
     cased = ctx.canon.cased if len(ctx.canon.cased) == len(text) else text
-    findings = [_check(ctx, params, vocab, relay, cased) for relay in relays]
+    # A relay repeated word for word (a pasted list, a long note) is compared once.
+    seen: dict[tuple[str, str, str], Finding] = {}
+    findings = []
+    for relay in relays:
+        key = (relay.member, relay.kind, relay.claim(cased))
+        if key not in seen:
+            seen[key] = _check(ctx, params, vocab, relay, cased)
+        findings.append(replace(seen[key], relay=relay))
     return _outcome(ctx, findings, text)
 
 
@@ -106,7 +147,7 @@ def _judged(relay: Relay, verdicts: list[tuple[Clause, tuple[str | None, Verdict
     for clause, (rid, verdict) in verdicts:
         if verdict.supports:
             continue
-        status = "unsure" if verdict.why == "words_unknown" else "fail"
+        status = "unsure" if verdict.kind == "gap" or verdict.why == "words_unknown" else "fail"
         why = "clause_missing" if verdict.why == "nothing_shared" else verdict.why
         finding = Finding(relay, status, why, _values(clause, verdict), rid)
         if worst is None or (worst.status == "unsure" and status == "fail"):
@@ -193,17 +234,24 @@ def _count(ctx: CheckContext, names: Sequence[str]) -> int:
     return sum(len(ctx.council.messages_from(n)) for n in names)
 
 
+# A record about another version or id is about other work: it cannot outweigh one that backs
+# the claim about this version (v0.16's audit found issues, v0.15's found none).
+_OTHER_SUBJECT = frozenset({"version_differs", "version_absent", "id_differs"})
+
+
 def _pick(verdicts: list[tuple[str, Verdict]]) -> tuple[str, Verdict]:
     """A supporting record wins unless a closer one contradicts the claim (the iOS build that
     failed is closer to "the iOS build is done" than the Android one that was submitted)."""
     supported = [(v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts) if v.supports]
     against = [
-        (v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts) if v.kind == "contradicts"
+        (v.shared, i, rid, v)
+        for i, (rid, v) in enumerate(verdicts)
+        if v.kind == "contradicts" and v.why not in _OTHER_SUBJECT
     ]
     if supported and max(supported)[0] >= max((a[0] for a in against), default=-1):
         _, _, rid, verdict = max(supported)
         return rid, verdict
-    order = {"contradicts": 3, "partial": 2, "unrelated": 1, "supports": 0}
+    order = {"contradicts": 4, "partial": 3, "gap": 2, "unrelated": 1, "supports": 0}
     _, _, rid, verdict = max(
         (order[v.kind], v.shared, i, rid, v) for i, (rid, v) in enumerate(verdicts)
     )[1:]
@@ -214,18 +262,21 @@ def _outcome(ctx: CheckContext, findings: list[Finding], text: str) -> Outcome:
     failed = [f for f in findings if f.status == "fail"]
     doubtful = [f for f in findings if f.status == "unsure"]
     relays = [_detail(f, text) for f in findings]
+    outcome = max((f.outcome for f in findings), key=_RANK.__getitem__)
+    compared = [f.record for f in findings if f.record]
+    found: dict[str, Any] = {"relays": relays, "outcome": outcome, "compared_with": compared}
     if failed:
         why = "; ".join(_why(ctx, f) for f in failed)
         first = ctx.policies.members[failed[0].relay.member]
-        return fail(ctx.msg("fail", why=why), ctx.msg("hint", **_who(first)), relays=relays)
+        return fail(ctx.msg("fail", why=why), ctx.msg("hint", **_who(first)), **found)
     if doubtful:
         why = "; ".join(_why(ctx, f) for f in doubtful)
         first = ctx.policies.members[doubtful[0].relay.member]
-        return unsure(ctx.msg("unsure", why=why), ctx.msg("hint", **_who(first)), relays=relays)
+        return unsure(ctx.msg("unsure", why=why), ctx.msg("hint", **_who(first)), **found)
     records = ", ".join(dict.fromkeys(f.record for f in findings if f.record)) or "-"
     members = [ctx.policies.members[m] for m in dict.fromkeys(f.relay.member for f in findings)]
     names, ids = ", ".join(m.name for m in members), ", ".join(m.id for m in members)
-    return ok(ctx.msg("ok", name=names, id=ids, record=records), relays=relays)
+    return ok(ctx.msg("ok", name=names, id=ids, record=records), **found)
 
 
 def _why(ctx: CheckContext, finding: Finding) -> str:
@@ -254,6 +305,7 @@ def _detail(finding: Finding, text: str) -> dict[str, object]:
         "claim": finding.relay.claim(text),
         "status": finding.status,
         "why": finding.why,
+        "outcome": finding.outcome,
         "record": finding.record,
         **({"found": finding.values} if finding.values else {}),
     }
@@ -382,7 +434,7 @@ def work_index(ledger: Ledger, session: str, policies: PolicySet) -> RecordIndex
     for entry in entries[seen:]:
         for item in entry.evidence:
             canon = canonical(_work_text(entry, item.title, item.snippet))
-            owners = {entry.member} | {f"@{m}" for m in _named(canon.text, policies)}
+            owners = {entry.member} | {f"@{m}" for m in members_named(canon.text, policies)}
             for owner in owners:
                 index.add(owner, canon.text, (item.id, canon.cased), canonical=True)
     if len(sessions) > 64:  # old policy versions and long-gone sessions
@@ -391,7 +443,7 @@ def work_index(ledger: Ledger, session: str, policies: PolicySet) -> RecordIndex
     return index
 
 
-def _named(text: str, policies: PolicySet) -> set[str]:
+def members_named(text: str, policies: PolicySet) -> set[str]:
     """Members a text names (by any of their names, as whole words)."""
     pattern, owners = _name_finder(policies)
     return {owners[m.group(0)] for m in pattern.finditer(text)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from weakref import WeakKeyDictionary
 
@@ -43,6 +43,10 @@ from lingyi.checks._agreement import (
 )
 from lingyi.checks._asserted import Assertions, Clause, Span, asserted, masked
 from lingyi.checks._registry import (
+    CONTRADICTED,
+    ENTAILED,
+    NO_RECORD,
+    NOT_SETTLED,
     CheckContext,
     CheckParams,
     Outcome,
@@ -52,6 +56,10 @@ from lingyi.checks._registry import (
     register,
     unsure,
 )
+from lingyi.checks.claims import Clause as ClaimClause
+from lingyi.checks.claims import Vocabulary as ClaimVocabulary
+from lingyi.checks.claims import compare as compare_clause
+from lingyi.checks.communication import CommunicationParams, members_named, query_terms, vocabulary
 from lingyi.checks.evidence import relays, urls_in
 from lingyi.checks.inference import prediction_signal
 from lingyi.ledger import Item, SessionLedger, number_key
@@ -300,7 +308,12 @@ def _named_only(ctx: CheckContext, vocab: Vocabulary, fact: Fact) -> Outcome:
             ids = ", ".join(p.id for p in pieces)
             what = _described(ctx, verdict.contradictions)
             hint = ctx.msg("hint_contradicted", ids=ids)
-            return fail(ctx.msg("contradicted", ids=ids, what=what), hint, evidence=ids)
+            return fail(
+                ctx.msg("contradicted", ids=ids, what=what),
+                hint,
+                evidence=ids,
+                outcome=CONTRADICTED,
+            )
     return ok(ctx.msg("nothing"))
 
 
@@ -326,8 +339,54 @@ def _by_subject(ctx: CheckContext, params: SubjectParams, vocab: Vocabulary, fac
     if found:
         pieces = [_of_model(e, vocab) for e in found]
         return _judged(ctx, params, vocab, fact, pieces, found)
+    # A subject the server can look up (the KB) is settled by looking; another member's
+    # work (an audit, a branch, an analysis) by what that member posted.
+    looked = any(s.lookup for s in specs)
+    if not looked and (backing := on_council_record(ctx, fact.clauses)):
+        return ok(ctx.msg("on_record", ids=backing), evidence=backing, outcome=ENTAILED)
     name = (empty or fact.subjects)[0]
     return _unsupported(ctx, name, params.subjects[name])
+
+
+def on_council_record(ctx: CheckContext, clauses: list[Clause]) -> str:
+    """The council messages that back every clause (a fact that restates the record: the
+    audit is done, as 灵通 posted), or "" when one clause is backed by none. The record is
+    read as communication.on_record reads it (lingyi.checks.claims). Only the messages of
+    the other members the fact names back it: a restatement says whose record it restates,
+    and a member's own earlier post is no evidence of what it says."""
+    named = members_named(" ".join(c.text for c in clauses), ctx.policies) - {ctx.member.id}
+    if not named:
+        return ""
+    vocab = vocabulary(ctx, CommunicationParams())
+    senders = [n for m in named for n in ctx.policies.members[m].names]
+    backing: list[str] = []
+    for clause in clauses:
+        for part in vocab.analyse(
+            clause.cased if len(clause.cased) == len(clause.text) else clause.text
+        ).clauses:
+            found = _backing(ctx, vocab, senders, part)
+            if found is None:
+                return ""
+            backing.append(found)
+    return ", ".join(dict.fromkeys(backing))
+
+
+def _backing(
+    ctx: CheckContext, vocab: ClaimVocabulary, senders: list[str], part: ClaimClause
+) -> str | None:
+    for message in ctx.council.search(senders, query_terms(vocab, part), 5):
+        said = vocab.analyse(canonical(message.content).cased)
+        if compare_clause(_unnamed(ctx, part, message.sender), said).supports:
+            return message.id
+    return None
+
+
+def _unnamed(ctx: CheckContext, part: ClaimClause, sender: str) -> ClaimClause:
+    """The clause without the sender's own name: "LingFlow's audit is done" is what the
+    message from LingFlow says, though it does not name itself."""
+    member = ctx.policies.resolve(sender)
+    key = f"c:member.{member.id if member else sender}"
+    return replace(part, units=part.units - {key}) if key in part.units else part
 
 
 def _limit(fact: Fact, vocab: Vocabulary, related: int) -> int:
@@ -419,14 +478,27 @@ def _judged(
     if contradictions:
         what = _described(ctx, contradictions)
         hint = ctx.msg("hint_contradicted", ids=ids)
-        return fail(ctx.msg("contradicted", ids=ids, what=what), hint, evidence=ids, what=what)
+        return fail(
+            ctx.msg("contradicted", ids=ids, what=what),
+            hint,
+            evidence=ids,
+            what=what,
+            outcome=CONTRADICTED,
+        )
     if doubts:
         what = _described(ctx, doubts)
         hint = ctx.msg("hint_unsure", ids=ids)
-        return unsure(ctx.msg("unsure", ids=ids, what=what), hint, evidence=ids, what=what)
+        return unsure(
+            ctx.msg("unsure", ids=ids, what=what),
+            hint,
+            evidence=ids,
+            what=what,
+            outcome=NOT_SETTLED,
+        )
     if looked_up:  # what the lookup found becomes the session's evidence (Outcome.found)
-        return Outcome(True, ctx.msg("found", ids=ids), found=tuple(looked_up))
-    return ok(ctx.msg("ok", subjects=ids), evidence=ids)
+        detail = {"evidence": ids, "outcome": ENTAILED}
+        return Outcome(True, ctx.msg("found", ids=ids), detail=detail, found=tuple(looked_up))
+    return ok(ctx.msg("ok", subjects=ids), evidence=ids, outcome=ENTAILED)
 
 
 def _findings(
@@ -486,4 +558,5 @@ def _unsupported(ctx: CheckContext, name: str, spec: SubjectSpec) -> Outcome:
         ctx.msg("hint", tools=", ".join(spec.tools)),
         subject=name,
         tools=spec.tools,
+        outcome=NO_RECORD,
     )

@@ -11,7 +11,7 @@ from lingyi.cli._app import App, input_error
 from lingyi.config import Config
 from lingyi.council import MemoryCouncil
 from lingyi.errors import LingyiError
-from lingyi.guard import Guard, kb_lookup, open_kb
+from lingyi.guard import Guard, kb_lookups, open_kb
 from lingyi.kinds import input_assertion
 from lingyi.ledger import Ledger
 from lingyi.models import Assertion, VerificationResult
@@ -27,7 +27,7 @@ def verify(
         config,
         source="cli",
         council=MemoryCouncil() if context else None,
-        lookups={"knowledge_base": kb_lookup(kb, url_base=config.raw.evidence.kb_url_base)},
+        lookups=kb_lookups(kb, url_base=config.raw.evidence.kb_url_base),  # active, cited documents
     )
     try:
         result = guard.check(assertion, _ledger(app, guard, context))

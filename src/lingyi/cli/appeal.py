@@ -112,7 +112,8 @@ def _print_record(app: App, record: dict[str, Any], text: str, as_json: bool) ->
 @entry
 def appeal_list(app: App, open_only: bool, as_json: bool) -> int:
     """Every appeal with its status, the verification it concerns and who filed it."""
-    rows = appeals.list_appeals(app.config().log_path, open_only=open_only)
+    config = app.config()
+    rows = appeals.list_appeals(config.log_path, open_only=open_only, options=log_options(config))
     if as_json:
         for row in rows:
             app.out(logquery.format_jsonl(row))

@@ -9,6 +9,7 @@ record appended to the log's chain, as the server's own records are.
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +23,8 @@ from lingyi.errors import LingyiError
 from lingyi.log import default_actor
 from lingyi.log import query as logquery
 from lingyi.log.records import normalise_ts, ts_key
-from lingyi.log.setup import open_log
+from lingyi.log.setup import log_keys, open_log, store_path
+from lingyi.store import open_store
 
 ARGS_SHOWN = 80  # characters of the redacted arguments in the table
 
@@ -64,7 +66,9 @@ def approvals(app: App, show_all: bool, as_json: bool) -> int:
     """The pending approval requests: caller, tool, redacted arguments, age and expiry
     (--all: also approved, refused, expired and used ones, with their status)."""
     now = utc_clock()
-    found = every(app.config().log_path).values()
+    config = app.config()
+    with closing(open_store(config.log_path, log_keys(config), store_path(config))) as store:
+        found = every(store).values()
     rows = [_row(a, now) for a in found]
     rows = [r for r in rows if show_all or r["status"] == "pending"]
     if as_json:

@@ -17,7 +17,7 @@ from lingyi.config import Config
 from lingyi.errors import LingyiError
 from lingyi.log import LogVerification, verify_log
 from lingyi.log import query as logquery
-from lingyi.log.setup import checkpoints_skipped, log_keys
+from lingyi.log.setup import checkpoints_skipped, log_keys, store_path
 from lingyi.stats import DECISIONS, days_window, parse_instant, resolve_zone
 
 # What each guarantee detects, when it was checked (the log contract).
@@ -155,7 +155,10 @@ def log_tail(app: App, count: int, as_json: bool, **filters: Any) -> int:
     """The last records of the log that match the filters, oldest first."""
     config, skipped = app.config(), logquery.Skipped()
     query = build_query(config, filters)
-    records = logquery.tail_log(config.log_path, query, count, skipped=skipped)
+    keys, index = log_keys(config), store_path(config)
+    records = logquery.tail_log(
+        config.log_path, query, count, skipped=skipped, keys=keys, index=index
+    )
     _print_records(app, config, records, skipped, as_json=as_json, tz=filters["tz"])
     return EXIT_OK
 
@@ -168,7 +171,10 @@ def log_query(app: App, limit: int | None, as_json: bool, **filters: Any) -> int
     """Every record of the log that matches the filters, in log order."""
     config, skipped = app.config(), logquery.Skipped()
     query = build_query(config, filters)
-    records = logquery.query_log(config.log_path, query, limit=limit, skipped=skipped)
+    keys, index = log_keys(config), store_path(config)
+    records = logquery.query_log(
+        config.log_path, query, limit=limit, skipped=skipped, keys=keys, index=index
+    )
     _print_records(app, config, records, skipped, as_json=as_json, tz=filters["tz"])
     return EXIT_OK
 

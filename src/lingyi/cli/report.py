@@ -8,6 +8,7 @@ import click
 
 from lingyi import report as weekly
 from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
+from lingyi.cli.stats import require_named_log
 
 
 @cli.command("report", short_help="Weekly report (Markdown and HTML).")
@@ -37,7 +38,9 @@ def report(
     the paths written, and say on stderr which week it was and how many verifications it held
     (with the current week to report on when the one written was empty)."""
     formats = ("md", "html") if fmt == "both" else (fmt,)
-    done = weekly.write_weekly(app.config(), week, out=out, tz=tz, formats=formats, lang=lang)
+    done = weekly.write_weekly(
+        require_named_log(app), week, out=out, tz=tz, formats=formats, lang=lang
+    )
     if as_json:
         app.json({"ok": True, "written": [str(p) for p in done.paths], "week": done.week,
                   "verifications": done.verifications, "current_week": done.current_week,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from lingyi.cli._app import EXIT_OK, App, cli, entry
+from lingyi.errors import LingyiError
 
 
 @cli.command("serve", short_help="Run the MCP server (stdio, or --http for Streamable HTTP).")
@@ -24,13 +25,19 @@ def serve(app: App, http: bool, host: str | None, port: int | None) -> int:
     http://HOST:PORT/mcp with bearer tokens from [[server.tokens]] and Host/Origin checks.
     """
     from lingyi import server  # the MCP SDK loads only for this command
+    from lingyi.config_paths import path_problems
 
     config = app.config()
+    port = config.raw.server.port if port is None else port
+    if http and not 0 < port < 65536:
+        raise LingyiError(f"--port {port}: a TCP port is 1..65535 (or set [server] port)")
+    for problem in path_problems(config):  # served anyway: the tools that need it will say so
+        app.err(f"lingyi: warning: {problem.key}: {problem.message}")
     if not http:
         server.serve_stdio(config)
         return EXIT_OK
     bind = host or config.raw.server.host
-    server.serve_http(config, bind, config.raw.server.port if port is None else port)
+    server.serve_http(config, bind, port)
     return EXIT_OK
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -10,8 +11,10 @@ from lingyi import report
 from lingyi.cli._app import EXIT_OK, App, cli, entry, json_option
 from lingyi.cli._output import text_table
 from lingyi.cli.log import window_options
+from lingyi.config import Config
+from lingyi.errors import LingyiError
 from lingyi.log.records import CALL_OUTCOMES
-from lingyi.log.setup import log_keys
+from lingyi.log.setup import log_keys, store_path
 from lingyi.stats import DECISIONS, INTERCEPTS, compute_stats, resolve_zone, window_from_args
 
 
@@ -21,7 +24,7 @@ from lingyi.stats import DECISIONS, INTERCEPTS, compute_stats, resolve_zone, win
 @click.option(
     "--full",
     is_flag=True,
-    help="Recompute from the whole log instead of the rollup beside it (same figures).",
+    help="Rebuild the index beside the log from the whole log first (same figures).",
 )
 @json_option
 @entry
@@ -29,22 +32,33 @@ def stats(app: App, member: str | None, full: bool, as_json: bool, **window: Any
     """Decisions, intercepted problems, latency, appeals and log integrity over a window
     (default: the last 7 days). --json is stable and documented in docs/stats-json.md.
 
-    The figures come from the rollup kept beside the log (LOG.rollup), which reads only the
-    records appended since it was last brought up to date; --full rereads the whole log,
-    checks its chain again, and leaves the rollup alone."""
-    config = app.config()
+    The figures come from the index kept beside the log (docs/store.md), which reads only
+    the records appended since it was last brought up to date; --full rebuilds it from the
+    whole log first, checking every line's chain again."""
+    config = require_named_log(app)
     zone = resolve_zone(window.pop("tz"), config)
     span = window_from_args(zone, **window)
-    with app.progress("stats") as progress:
-        keys = log_keys(config)
-        result = compute_stats(
-            config.log_path, span, member=member, progress=progress, keys=keys, rollup=not full
-        )
+    keys, index = log_keys(config), store_path(config)
+    result = compute_stats(
+        config.log_path, span, member=member, keys=keys, index=index,
+        checkpoints=config.checkpoints_path, rebuild=full,
+    )  # fmt: skip
     if as_json:
         app.json(result, indent=2)  # a document people read as well as parse
     else:
         app.out(format_stats(result).rstrip("\n"))
     return EXIT_OK
+
+
+def require_named_log(app: App) -> Config:
+    """The config; a log named by ``--log`` or ``$LINGYI_LOG`` must be a file that exists (a
+    typo would otherwise read as an empty week, "ok (0 records)")."""
+    config = app.config()
+    named = "--log" if app.log_path else "$LINGYI_LOG" if os.environ.get("LINGYI_LOG") else None
+    if named and not config.log_path.is_file():
+        what = "not a regular file" if config.log_path.exists() else "no such log file"
+        raise LingyiError(f"{config.log_path}: {what} (named by {named})")
+    return config
 
 
 def _counts_row(name: str, c: dict[str, Any]) -> list[object]:
@@ -177,8 +191,9 @@ def _integrity_text(i: dict[str, Any]) -> str:
     if i["ok"]:
         return f"\nLog integrity: ok ({i['records']} records)\n"
     counts = ", ".join(
-        f"{k} {i[k]}" for k in ("unreadable", "invalid", "chain_breaks", "unknown_schema") if i[k]
+        [f"{k} {i[k]}" for k in ("unreadable", "invalid", "chain_breaks", "unknown_schema") if i[k]]
+        + (["checkpoints failed"] if i.get("checkpoints_ok") is False else [])
     )
-    lines = [f"\nLog integrity: PROBLEMS ({counts}); figures include every readable record"]
+    lines = [f"\nLog integrity: PROBLEMS ({counts}); figures count authenticated records only"]
     lines += [f"  line {e['line']} {e['id'] or ''}: {e['problem']}" for e in i["examples"]]
     return "\n".join(lines) + "\n"

@@ -8,31 +8,16 @@ notice that it is data, and an empty result is marked so (it records no evidence
 
 from __future__ import annotations
 
-import functools
-import re
-import tomllib
-from importlib import resources
 from typing import Any
 
+from lingyi.gateway.injection import instructs
 from lingyi.redact import redact_text, redact_value
-from lingyi.text import canonical_text
 
 SECRET = "upstream.secret_redacted"
 INSTRUCTIONS = "upstream.instructions"
 EMPTY = "upstream.empty"
 CODES = (SECRET, INSTRUCTIONS, EMPTY)
-
-
-@functools.cache
-def _patterns() -> tuple[re.Pattern[str], ...]:
-    text = (resources.files(__package__) / "instructions.toml").read_text(encoding="utf-8")
-    return tuple(re.compile(p, re.I | re.S) for p in tomllib.loads(text)["patterns"])
-
-
-def instructs(text: str) -> bool:
-    """Whether ``text`` tries to give the model instructions (on its canonical form)."""
-    canon = canonical_text(text)
-    return any(p.search(canon) for p in _patterns())
+__all__ = ["CODES", "EMPTY", "INSTRUCTIONS", "SECRET", "audit", "instructs"]
 
 
 def _blank(structured: Any) -> bool:

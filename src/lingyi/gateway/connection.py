@@ -36,10 +36,21 @@ class UpstreamError(BackendError):
     """An upstream call that gave no result: down, too slow, or malformed."""
 
 
+# The guard's own interpreter: a client such as Claude Desktop starts the guard with a PATH
+# that may hold no python at all, or another one without the upstream installed.
+PYTHON_NAMES = ("python", "python3", "{python}")
+
+
+def interpreter(command: str) -> str:
+    """``python``, ``python3`` or ``{python}`` as the interpreter running the guard."""
+    return sys.executable if command in PYTHON_NAMES else command
+
+
 def _transport(entry: UpstreamEntry) -> AbstractAsyncContextManager[Any]:
     """The client transport: the stdio command, or the Streamable HTTP endpoint."""
     if entry.command is not None:
         command, *args = entry.command
+        command = interpreter(command)
         env = entry.env or None
         # The upstream's stderr is ours (stderr); our stdout stays protocol only.
         return stdio_client(StdioServerParameters(command=command, args=args, env=env), sys.stderr)

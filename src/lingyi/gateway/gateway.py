@@ -26,10 +26,11 @@ from pydantic import BaseModel, Field
 from lingyi import messages
 from lingyi._logging import get_logger
 from lingyi.config import Config, UpstreamEntry
-from lingyi.gateway.audit import EMPTY, audit
+from lingyi.gateway.audit import EMPTY, audit, instructs
 from lingyi.gateway.connection import Connection, UpstreamError
 from lingyi.gateway.evidence import extract
 from lingyi.gateway.merge import merged_spec
+from lingyi.gateway.paths import forwarded
 from lingyi.models import Evidence
 from lingyi.policy import MemberPolicy, PolicySet, ToolSpec, UnservedTool
 from lingyi.policy._model import Unserved
@@ -72,6 +73,22 @@ class Listing:
         return bool(self.added or self.removed or self.changed)
 
 
+def _described(value: Any) -> list[str]:
+    """Every description and title in a tool's input schema (nested objects, items, defs)."""
+    if isinstance(value, dict):
+        own = [v for k, v in value.items() if k in ("description", "title") and isinstance(v, str)]
+        return own + [t for v in value.values() for t in _described(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _described(v)]
+    return []
+
+
+def _poisoned(tool: Tool) -> bool:
+    """Whether what the model would read of a tool tries to instruct it."""
+    texts = [tool.title or "", tool.description or "", *_described(tool.input_schema)]
+    return any(instructs(t) for t in texts)
+
+
 def _digest(tool: Tool) -> str:
     shown = {"d": tool.description, "s": tool.input_schema}
     return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()
@@ -112,6 +129,7 @@ class Gateway:
         for tool in listed:
             served = f"{name}.{tool.name}"
             self.tools[served] = ServedTool(served, connection.entry, tool)
+            self._refuse_poisoned(served, tool)
         log.info("upstream.listed", upstream=name, tools=len(listed))
 
     def _changed(self, name: str) -> None:
@@ -143,6 +161,7 @@ class Gateway:
             if known is None or (served not in self.tools and _digest(known.tool) == _digest(tool)):
                 self.tools[served] = ServedTool(served, entry, tool)  # new, or back as it was
                 added.append(served)
+                self._refuse_poisoned(served, tool)
                 continue
             self.tools[served] = known  # back, changed: judged against what was reviewed
             if _digest(known.tool) != _digest(tool):
@@ -155,12 +174,21 @@ class Gateway:
         return Listing(tuple(added), tuple(removed), tuple(changed))
 
     def _changed_definition(self, entry: UpstreamEntry, served: str, tool: Tool) -> None:
-        withheld = entry.on_change == "withhold"
+        withheld = entry.on_change == "withhold" or _poisoned(tool)
         log.warning("upstream.tool_changed", tool=served, withheld=withheld)
         if withheld:
             self.withheld.add(served)
         else:
             self.tools[served] = ServedTool(served, entry, tool)
+        self._refuse_poisoned(served, tool)
+
+    def _refuse_poisoned(self, served: str, tool: Tool) -> None:
+        """A description that instructs the model (tool poisoning) is never shown to it: the
+        tool is withheld, as a changed definition is, until the upstream is fixed and the
+        guard restarted."""
+        if _poisoned(tool):
+            log.warning("upstream.tool_poisoned", tool=served, withheld=True)
+            self.withheld.add(served)
 
     def listing(self) -> dict[str, ServedTool]:
         """The listed tools now (a copy: a re-listing may be changing them meanwhile)."""
@@ -242,7 +270,10 @@ class Gateway:
         owner = self.owner(policies, name)
         if served is None or owner is None or owner.id != member:
             raise UpstreamError(f"{name} is not served for {member}")
-        result = self.connections[served.upstream.name].call(served.tool.name, arguments)
+        # A stdio upstream is our child: it can reach the folders we hold (/proc/<pid>/fd).
+        hold = served.upstream.command is not None
+        with forwarded(owner.tools[name], arguments, self.config, hold=hold) as sent:
+            result = self.connections[served.upstream.name].call(served.tool.name, sent)
         return self._received(served, result)
 
     def _received(

@@ -8,7 +8,7 @@
 | :mod:`~lingyi.log.keys` | the log key (env or file, rotation), the MACs of records and checkpoints |
 | :mod:`~lingyi.log.limits` | values over the size limit stored cut, with their length and hash |
 | :mod:`~lingyi.log.reader` | :func:`read_log` (forwards, streaming) and :func:`tail_records` (backwards) |
-| :mod:`~lingyi.log.chain` | :func:`verify_chain` and the incremental :class:`ChainVerifier` stats use |
+| :mod:`~lingyi.log.chain` | :func:`verify_chain` and the incremental :class:`ChainVerifier` the index uses |
 | :mod:`~lingyi.log.checkpoints` | signed checkpoints (seq, hash) in another file, and their check |
 | :mod:`~lingyi.log.audit` | :func:`verify_log`: chain, keyed chain, checkpoints, and which were checked |
 | :mod:`~lingyi.log.setup` | the log a config describes (key, checkpoints, limits) for every writer |

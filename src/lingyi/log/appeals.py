@@ -7,10 +7,11 @@ hash-chained): ``{"kind": "appeal", "appeal_of": <verification id>, ...}`` and
 codes), so that stats attribute appeals per member and per code in one streaming pass
 without remembering every verification.
 
-Finding a record by id streams the log once. The check and the append run under a lock
-file of their own next to the log (``<log>.appeal.lock``), so two people cannot open the
-same appeal twice; the writer's own lock is taken inside it, for the append only, so
-verifications go on being logged while an appeal is looked up.
+Records are looked up in the index beside the log (:mod:`lingyi.store`), which holds only
+records the chain verifier authenticated. The check and the append run under a lock file of
+their own next to the log (``<log>.appeal.lock``), so two people cannot open the same appeal
+twice; the writer's own lock is taken inside it, for the append only, so verifications go
+on being logged while an appeal is looked up.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import getpass
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -26,7 +27,6 @@ from typing import Any, Literal, cast
 from lingyi._locks import FileMutex
 from lingyi._logging import get_logger
 from lingyi.errors import LingyiError
-from lingyi.log.reader import read_log
 from lingyi.log.records import (
     OUTCOMES,
     AppealRecord,
@@ -37,6 +37,7 @@ from lingyi.log.records import (
     subject_of,
 )
 from lingyi.log.writer import LogOptions, VerificationLog
+from lingyi.store import Store, open_store
 
 log = get_logger(__name__)
 
@@ -85,22 +86,22 @@ class _Found:
         return [a for a in self.appeals if a.get("id") not in self.resolutions]
 
 
-def _find(path: Path, ref: str) -> _Found:
-    """One streaming pass; keeps only the records that concern ``ref``."""
+def _find(path: Path, ref: str, options: LogOptions | None) -> _Found:
+    """The record ``ref`` names, and the appeals and resolutions that concern it."""
     found = _Found()
-    for line in read_log(path):
-        record = line.record
-        if record is None:
-            continue
-        if record.get("id") == ref:
-            found.target = record
-        kind = record_kind(record)
-        concerns = ref in (record.get("appeal_of"), record.get("id"), record.get("appeal_id"))
-        if kind == "appeal" and concerns:
-            found.appeals.append(record)
-        elif kind == "appeal_resolution" and concerns:
-            found.resolutions[str(record.get("appeal_id"))] = record
+    with closing(_store(path, options)) as store:
+        found.target = store.find(ref)
+        for _, record in store.appeals(ref):
+            if record_kind(record) == "appeal":
+                found.appeals.append(record)
+            else:
+                found.resolutions[str(record.get("appeal_id"))] = record
     return found
+
+
+def _store(path: Path, options: LogOptions | None) -> Store:
+    keys, index = (options.keys, options.index) if options is not None else (None, None)
+    return open_store(path, keys, index)
 
 
 @contextmanager
@@ -128,7 +129,7 @@ def file_appeal(
     if not reason.strip():
         raise AppealError('an appeal needs a reason (--reason "...")')
     with _appeal_lock(path):
-        found = _find(path, verification_id)
+        found = _find(path, verification_id, options)
         target = _require_verification(found, verification_id, path)
         if found.open_appeals():
             open_id = found.open_appeals()[-1].get("id")
@@ -169,7 +170,7 @@ def resolve_appeal(
     if outcome not in OUTCOMES:
         raise AppealError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
     with _appeal_lock(path):
-        found = _find(path, ref)
+        found = _find(path, ref, options)
         appeal = _appeal_to_resolve(found, ref, path)
         record = AppealResolutionRecord(
             appeal_of=_text(appeal.get("appeal_of")),
@@ -234,20 +235,18 @@ def _append(path: Path, record: RecordModel, options: LogOptions | None) -> dict
     return written
 
 
-def list_appeals(path: Path, *, open_only: bool = False) -> list[dict[str, Any]]:
-    """Every appeal with its status (open, upheld, overturned), oldest first.
-
-    Memory grows with the number of appeals, not with the log.
-    """
+def list_appeals(
+    path: Path, *, open_only: bool = False, options: LogOptions | None = None
+) -> list[dict[str, Any]]:
+    """Every appeal with its status (open, upheld, overturned), oldest first."""
     appeals: list[dict[str, Any]] = []
     outcomes: dict[str, str] = {}
-    for line in read_log(path):
-        record = line.record
-        kind = record_kind(record) if record is not None else ""
-        if record is not None and kind == "appeal":
-            appeals.append(_appeal_row(record))
-        elif record is not None and kind == "appeal_resolution":
-            outcomes[str(record.get("appeal_id"))] = str(record.get("outcome"))
+    with closing(_store(path, options)) as store:
+        for _, record in store.appeals():
+            if record_kind(record) == "appeal":
+                appeals.append(_appeal_row(record))
+            else:
+                outcomes[str(record.get("appeal_id"))] = str(record.get("outcome"))
     for row in appeals:
         row["status"] = outcomes.get(row["id"], "open")
     return [row for row in appeals if not open_only or row["status"] == "open"]

@@ -55,9 +55,9 @@ class LogVerification:
 
     def _plain(self) -> Guarantee:
         chain = self.chain
-        if chain.edited or chain.relinked:
-            return Guarantee("hash chain", "failed", f"{chain.edited + chain.relinked} break(s)")
-        return Guarantee("hash chain", "ok", "no record edited, deleted or reordered")
+        if broken := chain.edited + chain.relinked + chain.stripped:
+            return Guarantee("hash chain", "failed", f"{broken} break(s)")
+        return Guarantee("hash chain", "ok", "no record edited, deleted, reordered or stripped")
 
     def _keyed(self) -> Guarantee:
         chain, name = self.chain, "keyed chain"

@@ -118,7 +118,25 @@ class CheckpointReport:
         return {"ok": self.ok, **{k: v for k, v in vars(self).items()}}
 
 
-def _parse(raw: bytes) -> dict[str, Any] | None:
+def refusal(data: dict[str, Any], keys: KeyRing | None) -> tuple[str | None, str]:
+    """Why a parsed checkpoint is refused (its signature), or None; and how it was found:
+    ``signed`` (its MAC verified), ``unsigned`` (no key, none needed), ``unchecked``
+    (signed, and no key given to check it with)."""
+    mac = data.get("mac")
+    if mac is None:
+        return ("unsigned, but the log is keyed" if keys is not None else None), "unsigned"
+    key = keys.get(data.get("key_id")) if keys is not None else None
+    if key is None:
+        if keys is None:  # signed, and no key to check it with: not trusted, noted
+            return None, "unchecked"
+        return f"signed with key {data.get('key_id')}, not in {keys.source}", "signed"
+    body = canonical({k: v for k, v in data.items() if k != "mac"}).encode()
+    if key.checkpoint_mac(body) != mac:
+        return "the MAC does not match (a forged or edited checkpoint)", "signed"
+    return None, "signed"
+
+
+def parse_checkpoint(raw: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)
     except ValueError:
@@ -141,7 +159,7 @@ class CheckpointChecker:
         report, last = self.report, 0
         for line in read_log(path):
             report.checkpoints += 1
-            data = _parse(line.raw)
+            data = parse_checkpoint(line.raw)
             why = "not a checkpoint" if data is None else self._refusal(data)
             if data is not None and why is None and data["seq"] <= last:
                 why = f"seq {data['seq']} after seq {last} (out of order)"
@@ -155,23 +173,10 @@ class CheckpointChecker:
 
     def _refusal(self, data: dict[str, Any]) -> str | None:
         """Why a parsed checkpoint is refused (its signature), or None; counts signed ones."""
-        mac = data.get("mac")
-        if mac is None:
-            if self.keys is not None:
-                return "unsigned, but the log is keyed"
-            self.report.unsigned += 1
-            return None
-        key = self.keys.get(data.get("key_id")) if self.keys is not None else None
-        if key is None:
-            if self.keys is None:  # signed, and no key to check it with: not trusted, noted
-                self.report.unchecked += 1
-                return None
-            return f"signed with key {data.get('key_id')}, not in {self.keys.source}"
-        body = canonical({k: v for k, v in data.items() if k != "mac"}).encode()
-        if key.checkpoint_mac(body) != mac:
-            return "the MAC does not match (a forged or edited checkpoint)"
-        self.report.signed += 1
-        return None
+        why, how = refusal(data, self.keys)
+        if why is None:
+            setattr(self.report, how, getattr(self.report, how) + 1)
+        return why
 
     def record(self, seq: int, record_hash: str, lineno: int) -> None:
         """The log's record ``seq`` at ``lineno`` has ``record_hash``."""

@@ -28,6 +28,7 @@ _CHECKPOINT = b"lingyi log checkpoint mac v1"
 _KEY_ID = b"lingyi log key id v1"
 _MARKER = b"lingyi redaction marker v1"
 _APPROVAL = b"lingyi approval args digest v1"
+_INDEX = b"lingyi log index seal v1"
 
 
 def _derive(secret: bytes, purpose: bytes) -> bytes:
@@ -47,11 +48,13 @@ class LogKey:
     # Keys the argument digest an approval is bound to, for the same reason: the arguments
     # are redacted in the log, and a plain digest of them would let a guess be tested.
     approval_key: bytes = field(repr=False, default=b"")
+    # Seals the state the index beside the log resumes from (lingyi.store).
+    index_key: bytes = field(repr=False, default=b"")
 
     @classmethod
     def from_secret(cls, secret: bytes) -> LogKey:
         key_id = _derive(secret, _KEY_ID).hex()[:16]
-        derived = (_derive(secret, p) for p in (_RECORD, _CHECKPOINT, _MARKER, _APPROVAL))
+        derived = (_derive(secret, p) for p in (_RECORD, _CHECKPOINT, _MARKER, _APPROVAL, _INDEX))
         return cls(key_id, *derived)
 
     def record_mac(self, *parts: bytes | memoryview) -> str:
@@ -64,6 +67,9 @@ class LogKey:
     def checkpoint_mac(self, body: bytes) -> str:
         return hmac.new(self.checkpoint_key, body, hashlib.sha256).hexdigest()
 
+    def index_mac(self, body: bytes) -> str:
+        return hmac.new(self.index_key, body, hashlib.sha256).hexdigest()
+
 
 @dataclass(frozen=True)
 class KeyRing:
@@ -75,6 +81,15 @@ class KeyRing:
 
     def get(self, key_id: object) -> LogKey | None:
         return self.keys.get(key_id) if isinstance(key_id, str) else None
+
+    def after(self, key_id: object, current: str | None) -> bool:
+        """Is ``key_id`` later in the ring than ``current`` (the chain's key now)? A rotation
+        goes forward only: one back to a retired key is what someone holding only that key
+        would forge. None (a plain chain) and a key not in the ring come before every key."""
+        order = list(self.keys)
+        if key_id not in order:
+            return False
+        return current not in order or order.index(str(key_id)) > order.index(str(current))
 
     @classmethod
     def from_text(cls, text: str, source: str, where: str) -> KeyRing:

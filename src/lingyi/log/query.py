@@ -1,10 +1,10 @@
 """Finding records in the verification log: the filters of ``lingyi log tail|query``.
 
-``query`` streams the log forwards and yields matches as it reads; ``tail`` reads it
-backwards from the end (:func:`lingyi.log.reader.reversed_lines`) and stops at the N-th
-match, so its cost depends on how far back the matches are, not on the size of the log.
-Lines that cannot be read are counted in :class:`Skipped` so the CLI can say how many it
-passed over instead of hiding them.
+Both read the index beside the log (:mod:`lingyi.store`), brought up to date first, so they
+show only records the chain verifier authenticated: ``query`` oldest first, ``tail`` newest
+first until the N-th match. Lines passed over (unreadable, or not authenticated: edited,
+stripped of their hash, keyed otherwise) are counted in :class:`Skipped` so the CLI can say
+how many it passed over instead of hiding them.
 """
 
 from __future__ import annotations
@@ -12,16 +12,19 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from lingyi.log.reader import LogLine, line_numbers, read_log, reversed_lines
+from lingyi.log.chain import RELINKED
+from lingyi.log.keys import KeyRing
 from lingyi.log.records import KINDS as RECORD_KINDS
 from lingyi.log.records import failed_codes, normalise_ts, record_kind, ts_key
 from lingyi.redact import redact_value
+from lingyi.store import Store, open_store
 
 KINDS = (*RECORD_KINDS, "all")
 _TEXT_FIELDS = ("content", "reason", "recommendation", "note", "error")  # error: an outcome's
@@ -115,51 +118,62 @@ class Skipped:
 
 
 def query_log(
-    path: Path, query: Query, *, limit: int | None = None, skipped: Skipped | None = None
+    path: Path,
+    query: Query,
+    *,
+    limit: int | None = None,
+    skipped: Skipped | None = None,
+    keys: KeyRing | None = None,
+    index: Path | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Matching records in log order, at most ``limit``; unreadable lines go to ``skipped``."""
-    found = 0
-    for line in read_log(path):
-        if line.record is None:
-            if skipped is not None:
-                skipped.add(line.lineno, line.error)
-            continue
-        if query.matches(line.record):
-            yield line.record
-            found += 1
-            if limit is not None and found >= limit:
-                return
+    """Matching records in log order, at most ``limit``; lines passed over go to ``skipped``."""
+    with closing(_opened(path, keys, index, skipped)) as store:
+        found = 0
+        for _, record in store.records(_kinds(query)):
+            if query.matches(record):
+                yield record
+                found += 1
+                if limit is not None and found >= limit:
+                    return
 
 
 def tail_log(
-    path: Path, query: Query, count: int = 20, *, skipped: Skipped | None = None
+    path: Path,
+    query: Query,
+    count: int = 20,
+    *,
+    skipped: Skipped | None = None,
+    keys: KeyRing | None = None,
+    index: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """The last ``count`` matching records, oldest first, read backwards from the end.
-
-    Unreadable lines met on the way go to ``skipped`` with their line numbers (found by
-    one more pass, only when there are such lines).
-    """
+    """The last ``count`` matching records, oldest first."""
     found: list[dict[str, Any]] = []
-    bad: list[LogLine] = []
-    for line in reversed_lines(path) if count > 0 else ():
-        if line.record is None:
-            bad.append(line)
-        elif query.matches(line.record):
-            found.append(line.record)
-            if len(found) >= count:
-                break
-    if skipped is not None and bad:
-        _add_skipped(path, skipped, bad)
+    with closing(_opened(path, keys, index, skipped)) as store:
+        for _, record in store.records(_kinds(query), newest_first=True) if count > 0 else ():
+            if query.matches(record):
+                found.append(record)
+                if len(found) >= count:
+                    break
     found.reverse()
     return found
 
 
-def _add_skipped(path: Path, skipped: Skipped, bad: list[LogLine]) -> None:
-    listed = sorted(bad, key=lambda line: line.offset)[: Skipped.LISTED]
-    numbers = line_numbers(path, [line.offset for line in listed])
-    for line in listed:
-        skipped.add(numbers.get(line.offset, 0), line.error)
-    skipped.count += len(bad) - len(listed)
+def _kinds(query: Query) -> tuple[str, ...] | None:
+    return None if query.kind == "all" else (query.kind,)
+
+
+def _opened(path: Path, keys: KeyRing | None, index: Path | None, skipped: Skipped | None) -> Store:
+    """The index, up to date; the lines it passed over noted in ``skipped``."""
+    store = open_store(path, keys, index)
+    chain = store.summary.chain
+    if skipped is not None:
+        passed = [(n, e) for n, e in chain.unreadable]
+        passed += [(b.lineno, f"not authenticated: {b.reason}") for b in chain.breaks
+                   if b.reason != RELINKED]  # fmt: skip
+        for lineno, error in sorted(passed):
+            skipped.add(lineno, error)
+        skipped.count = chain.unreadable_count + chain.break_count - chain.relinked
+    return store
 
 
 # --------------------------------------------------------------------------- output

@@ -185,27 +185,3 @@ def tail_records(
                 break
     found.reverse()
     return found
-
-
-def line_numbers(path: Path, offsets: Collection[int]) -> dict[int, int]:
-    """The line number of each line starting at one of ``offsets`` (one pass up to the last).
-
-    For reporting lines found backwards (rare: damaged lines), so that a person can open
-    the log at that line.
-    """
-    wanted = sorted(set(offsets))
-    numbers: dict[int, int] = {}
-    handle = open_log(path)
-    if handle is None or not wanted:
-        return numbers
-    with handle:
-        lineno, position = 1, 0
-        for offset in wanted:
-            while position < offset:
-                data = handle.read(min(BLOCK * 16, offset - position))
-                if not data:
-                    return numbers
-                lineno += data.count(b"\n")
-                position += len(data)
-            numbers[offset] = lineno
-    return numbers

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lingyi.config import Config
 from lingyi.log.audit import NOT_CONFIGURED
 from lingyi.log.keys import KeyRing, load_keys
@@ -16,6 +18,11 @@ def log_keys(config: Config) -> KeyRing | None:
     return load_keys(section.key_env or None, config.log_key_file, str(config.source))
 
 
+def store_path(config: Config) -> Path | None:
+    """The index ``[store] path`` names for the config's own log; None: beside the log."""
+    return config.store_path
+
+
 def log_options(config: Config) -> LogOptions:
     section = config.raw.log
     return LogOptions(
@@ -24,6 +31,7 @@ def log_options(config: Config) -> LogOptions:
         checkpoints=config.checkpoints_path,
         checkpoint_every=section.checkpoint_every,
         max_field_bytes=section.max_field_bytes,
+        index=config.store_path,
     )
 
 

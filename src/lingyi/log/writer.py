@@ -31,6 +31,7 @@ from typing import Any
 
 from lingyi._ids import new_id, utc_now
 from lingyi._locks import FileMutex, lock_path
+from lingyi._logging import get_logger
 from lingyi.errors import LogError
 from lingyi.log.chain import GENESIS, ROTATION, canonical
 from lingyi.log.checkpoints import CheckpointFile
@@ -42,6 +43,8 @@ from lingyi.log.records import SCHEMA_VERSION, RecordModel
 from lingyi.redact import redact_record
 
 _TAIL_BLOCK = 64 * 1024
+TORN_LIMIT = 64 * 1024 * 1024  # the longest unterminated last line looked through
+log = get_logger(__name__)
 # The chain link (prev, seq, key_id) is known only under the lock, after the record was
 # serialised: the text holds these placeholders, replaced by the link's values. A random
 # nonce per process (it never reaches the log, which holds the values): no content can spell
@@ -65,6 +68,7 @@ class LogOptions:
     checkpoints: Path | None = None
     checkpoint_every: int = 1
     max_field_bytes: int = 0  # 0: no limit
+    index: Path | None = None  # the index readers of this log use (None: beside it)
 
 
 @dataclass
@@ -107,23 +111,54 @@ def _writable(value: object) -> bool:
 
 
 def _tail_state(fd: int, size: int) -> _Tail:
-    """The chain state at the end of the file, reading backwards only as far as needed."""
+    """The chain state at the end of the file, reading backwards only as far as needed.
+
+    A file that does not end in a newline ends in a torn line: its start is looked for in
+    blocks, at most :data:`TORN_LIMIT` bytes back, never read whole. A longer unterminated
+    tail (no record is that long: garbage, or a hole in a sparse file) is reported and
+    skipped: the next record chains from the start, and ``lingyi log verify`` reports the
+    break there if records came before it.
+    """
     if size == 0:
         return _Tail()
+    newline = read_at(fd, size - 1, 1) == b"\n"
+    end = size if newline else _torn_start(fd, size)
+    if end is None:
+        log.warning("log.torn_tail_skipped", bytes_over=TORN_LIMIT, size=size)
+        return _Tail(newline=False)
+    found = _last_record(fd, end)
+    found.newline = newline
+    return found
+
+
+def _torn_start(fd: int, size: int) -> int | None:
+    """Where the unterminated last line starts (after the last newline; 0: the whole file),
+    or None when it is longer than :data:`TORN_LIMIT`."""
+    position = size
+    while position > 0 and size - position < TORN_LIMIT:
+        start = max(0, position - _TAIL_BLOCK)
+        at = read_at(fd, start, position - start).rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        position = start
+    return 0 if position == 0 else None
+
+
+def _last_record(fd: int, end: int) -> _Tail:
+    """The chain state after the last hashed record of the complete lines before ``end``."""
     block = _TAIL_BLOCK
-    while True:
-        start = max(0, size - block)
-        data = read_at(fd, start, size - start)
-        lines = data.split(b"\n")
+    while end > 0:
+        start = max(0, end - block)
+        lines = read_at(fd, start, end - start).split(b"\n")
         if start > 0:
             lines = lines[1:]  # the first piece may be the end of a longer line
         for raw in reversed(lines):
             if raw.strip() and (found := _parse_tail(raw)) is not None:
-                found.newline = data.endswith(b"\n")
                 return found
         if start == 0:
-            return _Tail(newline=data.endswith(b"\n"))
+            break
         block *= 4
+    return _Tail()
 
 
 def _count_hashed(path: Path) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lingyi.config import Config
-from lingyi.log.setup import log_keys
+from lingyi.log.setup import log_keys, store_path
 from lingyi.report.charts import nice_ceiling
 from lingyi.report.figures import num, pct
 from lingyi.report.html import render_html
@@ -38,12 +38,14 @@ def weekly_stats(
     config: Config, week: str | None = None, tz: str | None = None, member: str | None = None
 ) -> dict[str, Any]:
     """The stats JSON of one ISO week (default: the last full week) in the zone, from the
-    rollup beside the log (the same figures as a pass over the whole log), with the week
-    before it and the records to act on (``review``)."""
+    index beside the log, with the week before it and the records to act on (``review``)."""
     window = week_window(week, resolve_zone(tz, config))
-    keys = log_keys(config)
-    figures = compute_stats(config.log_path, window, member=member, keys=keys, rollup=True)
-    return with_review(figures, config.log_path, window, member)
+    keys, index = log_keys(config), store_path(config)
+    figures = compute_stats(
+        config.log_path, window, member=member, keys=keys, index=index,
+        checkpoints=config.checkpoints_path,
+    )  # fmt: skip
+    return with_review(figures, config.log_path, window, member, keys=keys, index=index)
 
 
 def weekly_report_markdown(
@@ -108,8 +110,9 @@ def _current_week(config: Config, tz: str | None) -> tuple[str | None, int]:
     """The current ISO week and its verifications so far, when it has any."""
     zone = resolve_zone(tz, config)
     label = week_label(*datetime.now(UTC).astimezone(zone).isocalendar()[:2])
-    figures = compute_stats(config.log_path, week_window(label, zone), keys=log_keys(config),
-                            rollup=True)  # fmt: skip
+    figures = compute_stats(
+        config.log_path, week_window(label, zone), keys=log_keys(config), index=store_path(config)
+    )
     count = int(figures["totals"]["total"])
     return (label, count) if count else (None, 0)
 

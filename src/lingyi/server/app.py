@@ -43,7 +43,7 @@ from lingyi.backends.traces import TraceBackend
 from lingyi.config import Config
 from lingyi.council import CouncilMessage, FileCouncil
 from lingyi.errors import BackendError, ConfigError, LogError
-from lingyi.guard import Guard, kb_lookup, open_kb
+from lingyi.guard import Guard, kb_lookups, open_kb
 from lingyi.ledger import Ledger, LedgerLimits
 from lingyi.log.records import OutcomeRecord
 from lingyi.models import (
@@ -181,7 +181,7 @@ class GuardApp:
             config,
             source=SOURCE,
             council=self.council,
-            lookups={"knowledge_base": kb_lookup(lambda: self.kb, url_base=base)},  # active
+            lookups=kb_lookups(lambda: self.kb, url_base=base),  # active, cited documents
         )
         self.ledger = Ledger(ledger_limits(config))
         try:

@@ -480,7 +480,7 @@ def _stats_tool(table: ToolTable) -> ToolFn:
                 lambda: (
                     weekly_stats(app.config, week, member=who)
                     if week
-                    else stats_for(app.config, days=days, member=who)  # the rollup only: cheap
+                    else stats_for(app.config, days=days, member=who)  # the index: cheap
                 )
             )
         except LingyiError as exc:  # the log cannot be read: say so, keep serving

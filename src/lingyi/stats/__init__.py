@@ -1,25 +1,15 @@
-"""Figures over the verification log: one streaming pass, bounded memory.
+"""Figures over the verification log, read from the index beside it (:mod:`lingyi.store`).
 
 | module | owns |
 |---|---|
 | :mod:`~lingyi.stats.window` | time windows: local days, ISO weeks, the zone |
 | :mod:`~lingyi.stats.histogram` | the fixed-size latency histogram (percentiles within 0.5%) |
-| :mod:`~lingyi.stats.aggregate` | the counters of one pass, the chain checked alongside, merging |
-| :mod:`~lingyi.stats.pool` | running a pass here or over chunks in worker processes, progress |
-| :mod:`~lingyi.stats.days` | the rollup's unit: one local day's counters per member, in one zone |
-| :mod:`~lingyi.stats.builder` | the pass that builds and extends the rollup, its saved state |
-| :mod:`~lingyi.stats.store` | the rollup file beside the log: format, seal, anchors to the log |
-| :mod:`~lingyi.stats.rollup` | stats from the rollup, brought up to date from its position |
+| :mod:`~lingyi.stats.aggregate` | the counters of one window, fed the index's rows |
 | :mod:`~lingyi.stats.view` | the documented JSON (``docs/stats-json.md``) |
 
-Figures over an edited or damaged log are still produced but say so (``integrity``): bad
-records are counted and reported, never silently dropped and never fatal, and
-``integrity.chain_ok`` is the verdict of ``lingyi log verify`` on the same log.
-
-Two ways to the same figures: a windowed pass over the whole log (``rollup=False``, and
-``lingyi stats --full``), or the rollup beside the log, which reads only what was appended
-since it was last brought up to date (``rollup=True``: ``lingyi stats``, the MCP tool, the
-weekly report). Both give the same JSON for any log, damaged or not.
+The index holds only records the chain verifier authenticated, so a forged or stripped
+record is in no figure; what is wrong with the log is reported (``integrity``), never
+fatal, and ``integrity.chain_ok`` is the verdict of ``lingyi log verify`` on the same lines.
 """
 
 from __future__ import annotations
@@ -30,8 +20,8 @@ from typing import Any
 from lingyi._logging import get_logger
 from lingyi.config import Config
 from lingyi.log.keys import KeyRing
-from lingyi.log.records import normalise_ts, ts_key
-from lingyi.log.setup import log_keys
+from lingyi.log.records import normalise_ts, record_kind, subject_of, ts_key
+from lingyi.log.setup import log_keys, store_path
 from lingyi.redact import redact_value
 from lingyi.stats.aggregate import (
     APPROVED,
@@ -40,14 +30,11 @@ from lingyi.stats.aggregate import (
     INTERCEPTS,
     REJECTED,
     Aggregator,
-    Integrity,
     Intercept,
+    integrity_json,
 )
 from lingyi.stats.histogram import LatencyHistogram
-from lingyi.stats.pool import Progress, run_windows
 from lingyi.stats.review import EXAMPLE_CODES, review_json
-from lingyi.stats.rollup import rollup_aggregates
-from lingyi.stats.store import rollup_path
 from lingyi.stats.trend import trend_json
 from lingyi.stats.view import STATS_SCHEMA, StatsView, appeals_json, counts_json
 from lingyi.stats.window import (
@@ -67,6 +54,7 @@ from lingyi.stats.window import (
     window_from_args,
     zone_name,
 )
+from lingyi.store import Store, open_store
 
 log = get_logger(__name__)
 
@@ -76,34 +64,27 @@ def compute_stats(
     window: Window,
     *,
     member: str | None = None,
-    workers: int | None = None,
-    progress: Progress | None = None,
     keys: KeyRing | None = None,
-    rollup: bool = False,
+    index: Path | None = None,
+    checkpoints: Path | None = None,
+    rebuild: bool = False,
 ) -> dict[str, Any]:
-    """Stats of the log at ``path`` over ``window``, streaming (``docs/stats-json.md``).
-
-    ``workers`` forces the number of chunks (1 = a single pass in this process); by default
-    a log over 256 MB is read by worker processes. ``progress(bytes done, bytes total)`` is
-    called from this thread as the pass goes on, last with ``(total, total)``. ``keys``:
-    the log's keys, so that ``integrity.chain_ok`` checks MACs as ``lingyi log verify`` does.
-    ``rollup``: use and bring up to date the rollup beside the log (``<log>.rollup``), so
-    that only what was appended since is read; the figures are the same (a window that is not
-    made of whole local days, or a rollup that cannot be written, takes the windowed pass).
-    The period before the window (:func:`previous_window`) is counted the same way, for the
-    ``previous``, ``change`` and ``largest_changes`` fields (one rollup read, or one windowed
-    pass, serves both).
-    """
-    windows = [window, previous_window(window)]
-    aggs = None
-    if rollup:
-        aggs = rollup_aggregates(path, windows, member, keys=keys, workers=workers,
-                                 progress=progress)  # fmt: skip
-    if aggs is None:
-        aggs = _windowed(path, windows, member, workers, progress, keys)
+    """Stats of the log at ``path`` over ``window`` (``docs/stats-json.md``), from its index
+    (at ``index``, default beside the log), brought up to date first; ``rebuild``: made
+    again from the whole log (``lingyi stats --full``). ``keys``: the log's keys, so that
+    ``integrity.chain_ok`` checks MACs as ``lingyi log verify`` does. The period before the
+    window (:func:`previous_window`) is counted too, for ``previous``, ``change`` and
+    ``largest_changes``. ``checkpoints``: the log's checkpoint file, checked as ``lingyi log
+    verify`` checks it (``integrity.verified`` is its verdict)."""
+    store = open_store(path, keys, index, checkpoints=checkpoints, rebuild=rebuild)
+    try:
+        integrity = integrity_json(store.summary)
+        aggs = [_count(store, w, member) for w in (window, previous_window(window))]
+    finally:
+        store.close()
     # Records written before redaction covered a format may still hold it: the figures and
     # the examples they quote are redacted again on the way out (the report reads these).
-    result, before = (redact_value(StatsView(a).as_json(), keys=False) for a in aggs)
+    result, before = (redact_value(StatsView(a, integrity).as_json(), keys=False) for a in aggs)
     # The period before, counted the same way, so that every figure has its change beside it.
     result.update(trend_json(result, before))
     result["log"] = str(path)
@@ -112,18 +93,25 @@ def compute_stats(
     return dict(result)
 
 
-def _windowed(
-    path: Path,
-    windows: list[Window],
-    member: str | None,
-    workers: int | None,
-    progress: Progress | None,
-    keys: KeyRing | None,
-) -> list[Aggregator]:
-    """The windowed pass over the whole log (``--full``), for all ``windows`` at once."""
-    found = run_windows(path, windows, member, workers, progress, keys)
-    found.backfill_subjects(path)
-    return found.aggregators
+def _count(store: Store, window: Window, member: str | None) -> Aggregator:
+    """The counters of one window, from the index's rows."""
+    agg = Aggregator(window, member)
+    start, end = ts_key(window.start), ts_key(window.end)
+    for line, record in store.verifications(start, end, member):
+        agg.verification(line, record)
+    for _, record in store.outcomes(start, end, member):
+        agg.call_outcome(record)
+    for _, record in store.approvals(start):
+        agg.approval(record)
+    for _, record in store.appeals():
+        subject = record.get("subject")
+        if not isinstance(subject, dict):  # written without a snapshot: looked up
+            target = store.find(str(record.get("appeal_of")))
+            if target is None or record_kind(target) != "verification":
+                continue
+            subject = subject_of(target).model_dump()
+        agg.appeal(record_kind(record), record.get("outcome"), subject)
+    return agg
 
 
 def _integrity_brief(result: dict[str, Any]) -> dict[str, int]:
@@ -137,26 +125,36 @@ def stats_for(
     days: int = 7,
     member: str | None = None,
     tz: str | None = None,
-    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The ``lingyi stats --days N --json`` figures (for the MCP ``verification_stats`` tool),
-    from the rollup beside the log."""
+    from the index beside the log."""
     window = days_window(days, resolve_zone(tz, config))
     keys = log_keys(config)
     return compute_stats(
-        config.log_path, window, member=member, progress=progress, keys=keys, rollup=True
-    )
+        config.log_path, window, member=member, keys=keys, index=store_path(config),
+        checkpoints=config.checkpoints_path,
+    )  # fmt: skip
 
 
 def with_review(
-    figures: dict[str, Any], path: Path, window: Window, member: str | None = None
+    figures: dict[str, Any],
+    path: Path,
+    window: Window,
+    member: str | None = None,
+    *,
+    keys: KeyRing | None = None,
+    index: Path | None = None,
 ) -> dict[str, Any]:
     """``figures`` with the ``review`` object: open appeals, examples of the top failing
-    checks, policy versions, shadow decisions (one more pass over the log)."""
+    checks, policy versions, shadow decisions (read from the index)."""
     codes = [r["code"] for r in figures["top_rejection_reasons"] if r["code"] in figures["by_code"]]
-    found = review_json(
-        path, window, previous_window(window), member=member, codes=codes[:EXAMPLE_CODES]
-    )
+    store = open_store(path, keys, index)
+    try:
+        found = review_json(
+            store, window, previous_window(window), member=member, codes=codes[:EXAMPLE_CODES]
+        )
+    finally:
+        store.close()
     return {**figures, "review": found}
 
 
@@ -168,10 +166,8 @@ __all__ = [
     "REJECTED",
     "STATS_SCHEMA",
     "Aggregator",
-    "Integrity",
     "Intercept",
     "LatencyHistogram",
-    "Progress",
     "StatsView",
     "Window",
     "WindowError",
@@ -188,7 +184,6 @@ __all__ = [
     "previous_window",
     "range_window",
     "resolve_zone",
-    "rollup_path",
     "stats_for",
     "ts_key",
     "week_label",

@@ -1,10 +1,9 @@
-"""A fixed-size, mergeable latency histogram with percentiles within 0.5%.
+"""A fixed-size latency histogram with percentiles within 0.5%.
 
 Buckets grow by 1% and a value is reported at its bucket's geometric midpoint, so every
 percentile is within 0.5% of a latency that really occurred, and memory does not depend on
 how many latencies were counted. The sum behind the mean is kept in whole nanoseconds, so
-histograms merged in any order (chunks of a pass, days of the rollup) give the same mean to
-the last digit: a float sum would depend on the order of the additions.
+the mean does not depend on the order of the additions, as a float sum would.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 
 
 class LatencyHistogram:
-    """Log-bucket histogram of latencies in milliseconds: fixed size, mergeable.
+    """Log-bucket histogram of latencies in milliseconds: fixed size.
 
     Bucket ``i`` holds values in [GROWTH**i, GROWTH**(i+1)); indices are clamped to
     [-700, 2100] (1 µs to ~1.2e9 ms), so at most ~2800 counters exist. Values below 1 µs
@@ -58,14 +57,6 @@ class LatencyHistogram:
         else:
             self.buckets[index] += 1
 
-    def merge(self, other: LatencyHistogram) -> None:
-        self.buckets.update(other.buckets)
-        self.zeros += other.zeros
-        self.count += other.count
-        self.total_ns += other.total_ns
-        self.low = min(self.low, other.low)
-        self.high = max(self.high, other.high)
-
     @property
     def total(self) -> float:
         """The sum of the values counted, in milliseconds."""
@@ -84,32 +75,6 @@ class LatencyHistogram:
                 middle = math.pow(self.GROWTH, index + 0.5)
                 return min(max(middle, self.low), self.high)
         return self.high
-
-    def as_state(self) -> dict[str, Any]:
-        """Everything it holds as plain JSON (the rollup's): counts dense from the lowest bucket."""
-        first = min(self.buckets, default=0)
-        last = max(self.buckets, default=-1)
-        empty = self.count == 0
-        return {
-            "count": self.count,
-            "total_ns": self.total_ns,
-            "zeros": self.zeros,
-            "low": None if empty else self.low,
-            "high": None if empty else self.high,
-            "first": first,
-            "counts": [self.buckets.get(i, 0) for i in range(first, last + 1)],
-        }
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> LatencyHistogram:
-        histogram = cls()
-        histogram.count, histogram.total_ns = state["count"], state["total_ns"]
-        histogram.zeros = state["zeros"]
-        if state["low"] is not None:
-            histogram.low, histogram.high = state["low"], state["high"]
-        first = state["first"]
-        histogram.buckets.update({first + i: n for i, n in enumerate(state["counts"]) if n})
-        return histogram
 
     def summary(self) -> dict[str, Any]:
         def r(value: float | None) -> float | None:

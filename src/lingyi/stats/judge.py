@@ -76,46 +76,6 @@ class JudgeFigures:
         tally = self.criteria.setdefault(text, [0, 0])
         tally[0 if passed else 1] += 1
 
-    def merge(self, other: JudgeFigures) -> None:
-        """Add the figures of another chunk of the same log."""
-        for name in _SCALARS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.outcomes.update(other.outcomes)
-        self.why.update(other.why)
-        self.kinds.update(other.kinds)
-        for model, (calls, spend) in other.models.items():
-            mine = self.models.setdefault(model, [0, 0.0])
-            mine[0] += calls
-            mine[1] += spend
-        for text, (passed, failed) in other.criteria.items():
-            if text not in self.criteria and len(self.criteria) >= MAX_CRITERIA:
-                text = OTHER
-            tally = self.criteria.setdefault(text, [0, 0])
-            tally[0] += passed
-            tally[1] += failed
-        self.latency.merge(other.latency)
-
-    def as_state(self) -> dict[str, Any]:
-        """Everything counted, as JSON values (the stats rollup keeps it per member-day)."""
-        state = {name: getattr(self, name) for name in _SCALARS}
-        for name in ("outcomes", "why", "kinds"):
-            state[name] = dict(getattr(self, name))
-        state["models"], state["criteria"] = self.models, self.criteria
-        state["latency"] = self.latency.as_state()
-        return state
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> JudgeFigures:
-        figures = cls()
-        for name in _SCALARS:
-            setattr(figures, name, state[name])
-        for name in ("outcomes", "why", "kinds"):
-            getattr(figures, name).update(state[name])
-        figures.models = {m: list(v) for m, v in state["models"].items()}
-        figures.criteria = {c: list(v) for c, v in state["criteria"].items()}
-        figures.latency = LatencyHistogram.from_state(state["latency"])
-        return figures
-
     def as_json(self) -> dict[str, Any]:
         """The ``judge`` object of the stats JSON."""
         return {

@@ -7,11 +7,10 @@ decided in the window and in the period before, and what a shadow policy would h
 when the log has such records. It is the ``review`` object of the weekly report's stats and
 of the MCP ``verification_stats`` tool (``docs/stats-json.md``).
 
-One streaming pass: lines outside both windows are skipped on the writer's tail (``ts``)
-without being parsed, unless they may be appeals; a second pass, only when appeals are open,
-finds their verifications by id. Memory is bounded by the open appeals, the codes (a few
-examples each) and the policy versions, never by the size of the log. Every text shown is
-redacted (as the log redacts) before it is cut.
+Read from the index (:mod:`lingyi.store`): the verifications of both periods and every
+appeal, in log order; the verifications of open appeals are looked up by id. Memory is
+bounded by the open appeals, the codes (a few examples each) and the policy versions, never
+by the size of the log. Every text shown is redacted (as the log redacts) before it is cut.
 
 Examples are sampled reproducibly: per check, the rejections with the smallest
 ``sha256(code, record id)``, so two runs over the same week show the same ones.
@@ -24,21 +23,17 @@ import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from lingyi.log.chain import tail_match
-from lingyi.log.reader import decode_line, raw_lines
 from lingyi.log.records import failed_codes, normalise_ts, record_kind, ts_key
 from lingyi.redact import clip, redact_text
 from lingyi.stats.window import Window
+from lingyi.store import Store
 
 EXAMPLES_PER_CODE = 3
 EXAMPLE_CODES = 5  # the top failing checks that get examples
 MAX_OPEN_APPEALS = 50  # listed; ``open_appeals_total`` stays exact
 TEXT_CHARS = 300
-# The writer's records have sorted keys, so its appeals and resolutions start with these.
-_APPEAL = b'{"appeal_'
 
 
 def shown(value: object, limit: int = TEXT_CHARS) -> str:
@@ -99,29 +94,11 @@ class ReviewPass:
         self.member = member
         self.span = (ts_key(window.start), ts_key(window.end))
         self.before = (ts_key(previous.start), ts_key(previous.end))
-        self._from, self._to = self.before[0].encode(), self.span[1].encode()
         self.versions, self.previous_versions = _Versions(), _Versions()
         self.shadow = _Shadow()
         self.samples: dict[str, list[tuple[bytes, str, dict[str, Any]]]] = {}
         self.appeals: dict[str, dict[str, Any]] = {}  # open ones, by appeal id
         self.resolved: set[str] = set()
-
-    def feed_raw(self, lineno: int, raw: bytes) -> None:
-        """Parse a line only if it may matter: an appeal, a verification of the two periods,
-        or a line not in the writer's format."""
-        if not raw.startswith(_APPEAL):
-            tail = tail_match(raw)
-            if tail is not None and not self._wanted(tail[1]):
-                return  # a verification of another week: not parsed
-        record = decode_line(lineno, raw).record
-        if record is not None:
-            self.feed(record)
-
-    def _wanted(self, ts: bytes) -> bool:
-        if len(ts) == 24 and ts.endswith(b"Z"):  # the writer's own format: compared as bytes
-            return self._from <= ts < self._to
-        key = normalise_ts(ts.decode())
-        return key is None or self.before[0] <= key < self.span[1]
 
     def feed(self, record: dict[str, Any]) -> None:
         kind = record_kind(record)
@@ -189,7 +166,7 @@ def _example(record: dict[str, Any], key: str, check: dict[str, Any]) -> dict[st
 
 
 def review_json(
-    path: Path,
+    store: Store,
     window: Window,
     previous: Window,
     *,
@@ -199,11 +176,12 @@ def review_json(
 ) -> dict[str, Any]:
     """The ``review`` object: open appeals, examples of ``codes``, policy versions, shadow."""
     review = ReviewPass(window, previous, member)
-    for lineno, _, raw in raw_lines(path):
-        if raw.strip():
-            review.feed_raw(lineno, raw)
+    for _, record in store.verifications(review.before[0], review.span[1], member):
+        review.feed(record)
+    for _, record in store.appeals():
+        review.feed(record)
     opened = sorted(review.appeals.values(), key=lambda a: str(a["record"].get("ts")))
-    found = find_verifications(path, {str(a["record"].get("appeal_of")) for a in opened})
+    found = find_verifications(store, {str(a["record"].get("appeal_of")) for a in opened})
     moment = now or datetime.now(UTC)
     return {
         "open_appeals": [_open_appeal(a, found, moment) for a in opened[:MAX_OPEN_APPEALS]],
@@ -224,20 +202,10 @@ def _examples(review: ReviewPass, codes: list[str] | None) -> dict[str, list[dic
     return out
 
 
-def find_verifications(path: Path, ids: set[str]) -> dict[str, dict[str, Any]]:
-    """The verifications with these ids (the last one of each), by a pass that parses only
-    the lines holding one of the ids' bytes (or a JSON escape)."""
-    if not ids:
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    needles = [i.encode() for i in ids]
-    for lineno, _, raw in raw_lines(path):
-        if b"\\" not in raw and not any(n in raw for n in needles):
-            continue
-        record = decode_line(lineno, raw).record
-        if record and record.get("id") in ids and record_kind(record) == "verification":
-            found[str(record["id"])] = record
-    return found
+def find_verifications(store: Store, ids: set[str]) -> dict[str, dict[str, Any]]:
+    """The verifications with these ids (the last one of each)."""
+    found = {i: store.find(i) for i in ids}
+    return {i: r for i, r in found.items() if r is not None and record_kind(r) == "verification"}
 
 
 def _open_appeal(

@@ -1,8 +1,8 @@
 """Week over week: the figures of the period before, the change of each, and the largest
 changes per member and check.
 
-The previous period is counted by the same pass as the current one (the rollup, or
-``--full``), so the two are comparable figure for figure. ``change`` has the shape of the
+The previous period is counted from the same index as the current one, the same way, so
+the two are comparable figure for figure. ``change`` has the shape of the
 figures it compares: every number is ``current − previous``; a count that one period does not
 have counts as 0 there, a rate or latency that one period does not have gives ``null``;
 texts and lists (days, examples) have no change and are left out.

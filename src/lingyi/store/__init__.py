@@ -1,0 +1,118 @@
+"""Derived, queryable state beside the verification log: the index (``docs/store.md``).
+
+The log is the record; the index is what readers query instead of streaming it. Each new
+line of the log enters the index once, through the one chain verifier
+(:class:`lingyi.log.chain.ChainVerifier`), and only records the verifier authenticates
+become rows: verifications (with their checks), appeals, approvals, outcomes. The chain
+state it resumes from is sealed with the log key, so an edited index, or a log rewritten
+under it, is noticed and the index rebuilt from the log. Delete it and it is rebuilt.
+
+:class:`Store` is the interface a second implementation fills (PostgreSQL, for replicas);
+:class:`~lingyi.store.sqlite.SqliteStore` is the embedded one (sqlite3, WAL), kept at
+``[store] path`` (default: ``<log>.index.sqlite`` beside the log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from lingyi.log.chain import ChainReport
+from lingyi.log.checkpoints import CheckpointReport
+from lingyi.log.keys import KeyRing
+
+Row = tuple[int, dict[str, Any]]  # (line in the log, the record as written)
+
+
+def default_path(log: Path) -> Path:
+    """Where the index of ``log`` lives unless ``[store] path`` says otherwise."""
+    return log.with_name(log.name + ".index.sqlite")
+
+
+@dataclass
+class Summary:
+    """What the index knows of the whole log: the chain's report (``lingyi log verify``'s
+    verdict on the same lines) and what was wrong with the records themselves."""
+
+    chain: ChainReport
+    invalid: int = 0
+    unknown_schema: int = 0
+    schema_versions: dict[str, int] = field(default_factory=dict)
+    other_kinds: dict[str, int] = field(default_factory=dict)
+    examples: list[dict[str, Any]] = field(default_factory=list)  # the first problems
+    checkpoints: CheckpointReport | None = None  # None: no checkpoint file configured
+
+    @property
+    def verified(self) -> bool:
+        """``lingyi log verify``'s verdict: the chain, and the checkpoints when configured."""
+        return self.chain.ok and (self.checkpoints is None or self.checkpoints.ok)
+
+
+class Store(Protocol):
+    """The index of one log. ``ingest`` brings it up to date; the queries read only rows
+    of records the chain verifier authenticated, in log order. Times are the log's
+    timestamp keys (:func:`lingyi.log.records.ts_key`); windows are half-open."""
+
+    summary: Summary  # as of the last ingest
+
+    def ingest(self) -> Summary:
+        """Read the lines appended since the last call, once each; the log's summary."""
+        ...
+
+    def rebuild(self) -> Summary:
+        """Forget every row and ingest the whole log again."""
+        ...
+
+    def verifications(self, start: str, end: str, member: str | None = None) -> Iterator[Row]:
+        """Verifications whose ``ts`` is in [start, end) (of ``member``), checks included."""
+        ...
+
+    def records(
+        self, kinds: Collection[str] | None = None, *, newest_first: bool = False
+    ) -> Iterator[Row]:
+        """Every record (of ``kinds``), oldest first or newest first."""
+        ...
+
+    def find(self, record_id: str) -> dict[str, Any] | None:
+        """The last record with this id."""
+        ...
+
+    def appeals(self, ref: str | None = None) -> Iterator[Row]:
+        """Appeals and resolutions (those naming ``ref`` as their id, verification or appeal)."""
+        ...
+
+    def approvals(self, since: str | None = None) -> Iterator[Row]:
+        """Approval events at or after ``since`` (every one without it), re-authenticated."""
+        ...
+
+    def outcomes(self, start: str, end: str, member: str | None = None) -> Iterator[Row]:
+        """Call outcomes whose ``ts`` is in [start, end) (of ``member``)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_store(
+    log: Path,
+    keys: KeyRing | None = None,
+    path: Path | None = None,
+    *,
+    checkpoints: Path | None = None,
+    rebuild: bool = False,
+) -> Store:
+    """The index of ``log`` (at ``path``, default beside it), brought up to date
+    (``rebuild``: made again from the whole log), its ``checkpoints`` checked as it reads."""
+    from lingyi.store.sqlite import SqliteStore
+
+    store = SqliteStore(log, keys, path or default_path(log), checkpoints)
+    try:
+        store.rebuild() if rebuild else store.ingest()
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+__all__ = ["Row", "Store", "Summary", "default_path", "open_store"]
