@@ -160,6 +160,7 @@ def test_a_weakened_folder_is_diffed_and_what_a_start_refuses_is_said(
     assert {"hm-003", "hm-051"} <= ids  # 頭痛的話吃兩片布洛芬就好; melatonin cures insomnia
     code, out, _ = run(capsys, "--config", str(config), "policy", "diff", str(weak), str(medical))
     assert code == 0 and "a start would refuse it" in out and "REJECTED → APPROVED" in out
+    assert "more:" not in out  # one weakening: shown in full, no "and N more"
 
 
 def test_a_weakened_folder_in_effect_is_refused_as_a_start_refuses_it(

@@ -126,7 +126,7 @@ def _weaker_text(app: App, sides: Sides) -> list[str]:
         "place(s); loaded anyway (a diff is a what-if), but a start would refuse it:"
     )
     shown = [f"  {w}" for w in sides.weakenings[:SHOWN]]
-    if more := len(sides.weakenings) - SHOWN:
+    if (more := len(sides.weakenings) - SHOWN) > 0:
         shown.append(f"  … and {more} more: lingyi policy check {sides.other} lists them all")
     return [app.paint(note, fg="yellow"), *shown]
 
