@@ -147,6 +147,24 @@ def _judge(config: Config) -> Judge | None:
     return ModelJudge(config.raw.judge)
 
 
+def layer_from(
+    config: Config,
+    policies: PolicyStore | PolicySet,
+    council: CouncilRecord,
+    lookups: dict[str, Lookup] | None = None,
+) -> ConstraintLayer:
+    """The constraint layer the config describes, over ``policies`` (a store that reloads, or
+    one fixed snapshot: ``lingyi policy diff`` decides under two of them)."""
+    return ConstraintLayer(
+        policies,
+        council,
+        services=services_from(config, lookups),
+        language=config.language,
+        judge=_judge(config),
+        judge_unavailable=config.raw.judge.on_error,
+    )
+
+
 class Guard:
     """Verify, then log, in that order, before anything else happens."""
 
@@ -170,20 +188,15 @@ class Guard:
         council: CouncilRecord | None = None,
         lookups: dict[str, Lookup] | None = None,
     ) -> Guard:
-        layer = ConstraintLayer(
-            PolicyStore(
-                config.validators_dir,
-                require_shared=config.raw.policies.require_shared,
-                judge_on_fail=OnFail(config.raw.judge.on_fail),
-                baseline=shipped_policies(),
-                allow_weakening=config.raw.policies.allow_weakening,
-            ),
-            council if council is not None else FileCouncil(config.council_path),
-            services=services_from(config, lookups),
-            language=config.language,
-            judge=_judge(config),
-            judge_unavailable=config.raw.judge.on_error,
+        store = PolicyStore(
+            config.validators_dir,
+            require_shared=config.raw.policies.require_shared,
+            judge_on_fail=OnFail(config.raw.judge.on_fail),
+            baseline=shipped_policies(),
+            allow_weakening=config.raw.policies.allow_weakening,
         )
+        council = council if council is not None else FileCouncil(config.council_path)
+        layer = layer_from(config, store, council, lookups)
         telemetry = telemetry_from(config.raw.telemetry)
         return cls(layer, open_log(config), source=source, telemetry=telemetry)
 

@@ -1,8 +1,9 @@
-"""``lingyi policy check [FOLDER]`` and ``lingyi policy checks``.
+"""``lingyi policy check [FOLDER]``, ``lingyi policy checks`` and ``lingyi policy diff``.
 
 ``check`` reports every problem of a policy folder at once (like ``opa check``), each naming
 its file, key and the valid values, and every path of the config that a tool would miss; ``checks`` lists the registered checks with the stage the
-policies run them in and their parameters.
+policies run them in and their parameters; ``diff`` (:mod:`lingyi.cli.policy_diff`) decides
+the same inputs under another folder and prints what changes.
 """
 
 from __future__ import annotations
@@ -180,3 +181,8 @@ def _policies_in_effect(app: App) -> PolicySet | None:
     except LingyiError as exc:
         app.err(f"lingyi: warning: stages unknown: {exc}")
         return None
+
+
+# ``policy diff`` lives in its own module (it brings the layer and replay); importing it here
+# registers it on this group.
+from lingyi.cli import policy_diff as _policy_diff  # noqa: E402, F401
