@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "cli": 9,
     "__main__": 9,  # python -m lingyi: the command line
     "replay": 8,
+    "policy_diff": 8,  # decides inputs under two policy folders, as replay does
 }  # fmt: skip
 
 

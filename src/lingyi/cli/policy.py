@@ -26,6 +26,7 @@ from lingyi.cli._app import (
     json_option,
 )
 from lingyi.cli._reference import check_entries
+from lingyi.cli.policy_diff import policy_diff
 from lingyi.config import Config, token_problems
 from lingyi.config_paths import path_problems
 from lingyi.errors import LingyiError, PolicyError
@@ -183,6 +184,5 @@ def _policies_in_effect(app: App) -> PolicySet | None:
         return None
 
 
-# ``policy diff`` lives in its own module (it brings the layer and replay); importing it here
-# registers it on this group.
-from lingyi.cli import policy_diff as _policy_diff  # noqa: E402, F401
+# ``policy diff`` lives in its own module (it brings the layer and replay).
+policy_group.add_command(policy_diff)

@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
-from lingyi.cli._app import EXIT_BAD_INPUT, EXIT_OK, App, entry, json_option
+from lingyi.cli._app import EXIT_BAD_INPUT, EXIT_OK, App, Command, entry, json_option
 from lingyi.cli._output import text_table
-from lingyi.cli.policy import policy_group
 from lingyi.cli.replay import transcript_lines, transcripts
 from lingyi.errors import LingyiError
 from lingyi.policy_diff import (
@@ -37,8 +36,9 @@ Example: check a policy edit before making it.
 SHOWN = 3  # weakenings printed in full; --json and lingyi policy check give them all
 
 
-@policy_group.command(
+@click.command(
     "diff",
+    cls=Command,  # the global options (--config, --log, …) after the command too
     short_help="Decide the same inputs under another policy folder: what changes.",
     epilog=EXAMPLE,
 )
