@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 from pydantic import ValidationInfo, field_validator
 
@@ -109,8 +109,14 @@ def _packaged_lexicon() -> Lexicon:
 def read(text: str, lexicon: Lexicon | None = None, labels: Sequence[str] = ()) -> Reading:
     """``text`` (any form: it is made canonical) read for forecasts, labels and hedges."""
     canon, lexicon = tidy(canonical_text(text)), lexicon or _packaged_lexicon()
-    words = label_words(labels or InferenceParams().labels)
+    words = label_words(labels or _default_labels())
     return Reading(canon, tag(canon, lexicon), vocabulary(lexicon), words)
+
+
+@cache
+def _default_labels() -> tuple[str, ...]:
+    """The labels a policy gets by default (read once: building the params is not free)."""
+    return tuple(InferenceParams.model_fields["labels"].default)
 
 
 def is_inference(text: str, labels: list[str] | None = None) -> bool:
@@ -119,6 +125,7 @@ def is_inference(text: str, labels: list[str] | None = None) -> bool:
     return bool(reading.labels) or reading.hedged or reading.signal is not None
 
 
+@lru_cache(maxsize=4096)
 def prediction_signal(text: str) -> str | None:
     """The words that make ``text`` a prediction asserted as fact, or None."""
     return read(text).signal
