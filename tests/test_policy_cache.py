@@ -72,7 +72,7 @@ def test_a_second_load_parses_nothing_and_builds_the_same_policies(
 @pytest.mark.parametrize(
     ("edit", "seen"),
     [
-        (("lingzhi.toml", '"Ling Zhi"]', '"Ling Zhi", "知知"]'), "知知"),
+        (("lingzhi.toml", "aliases = [", 'aliases = ["知知", '), "知知"),
         (
             (
                 "lexicons/domains.toml",

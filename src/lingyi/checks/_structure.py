@@ -47,6 +47,7 @@ def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable("table")
 
 
+@lru_cache(maxsize=256)  # the relay and the inference checks read the same text
 def layout(text: str, names: re.Pattern[str]) -> str:
     """``text`` (canonical) with its Markdown read, offsets kept; ``names`` finds a member."""
     if not _MARKUP.search(text):
@@ -124,9 +125,11 @@ class _Page:
         end = min(last, len(self.lines))
         for n in range(first, end):
             self._sub(n, _QUOTE_MARK)
+        if labelled(self.lines[first], self.names):
+            return  # "> 灵通：…" quotes 灵通, whoever introduced the quote
         if self._introduced(first):
             self._join(first, end)
-        elif not labelled(self.lines[first], self.names):
+        else:
             for n in range(first, end):
                 self.lines[n] = " " * len(self.lines[n])
 

@@ -52,7 +52,7 @@ from lingyi.checks._registry import (
     ok,
     register,
 )
-from lingyi.checks.relays import find_relays
+from lingyi.checks.relays import find_relays, quoted_spans
 from lingyi.models import Fallback
 from lingyi.policy import Lexicon, LexiconRef, load_lexicon
 from lingyi.text import Hit, TermMatcher, canonical_text
@@ -160,6 +160,7 @@ def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     if whole.signal is None and not whole.labels and _SUPPRESSING.isdisjoint(groups_of(hits)):
         return ok(ctx.msg("no_prediction"))  # no forecast that a relay could hide or reveal
     relayed = _relayed_spans(text, ctx, hits) if _runs(ctx, params.relay_check) else []
+    relayed += quoted_spans(text, ctx.policies)  # quoted, fenced: no one's claim here
     reading = Reading(text, hits, whole.vocabulary, whole.words, relayed) if relayed else whole
     if (signal := reading.signal) is None:
         if reading.labels:

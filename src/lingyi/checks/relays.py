@@ -28,6 +28,7 @@ from lingyi._regex import lazy_re
 from lingyi.checks._structure import labelled as _labelled
 from lingyi.checks._structure import layout
 from lingyi.policy import PolicySet
+from lingyi.text import canonical_text
 
 _ADVERB_ZH = r"(?:刚才|之前|刚刚|已经|昨天|今天|上午|下午|早上|晚上|也|都|还|又|一致|亲口|明确|再次|特别|专门|公开|私下)*"
 _TO_ME_ZH = r"(?:跟我|对我|和我|向我|给我|在群里|在会上|在议事会上|在频道里)?"
@@ -147,7 +148,8 @@ def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
         ),
         # A speaker label: "灵通: …", "灵通 — …", "【灵通】…", "[LingFlow] …" (not a link).
         re.compile(
-            rf"(?:^|(?<=[。！？!?\n.]))\s*(?:[\[【](?={name}[\]】](?!\())|(?<![\[【]))"
+            # after a sentence, or after a label of its own ("灵依：【灵通】…")
+            rf"(?:^|(?<=[。！？!?\n.:]))\s*(?:[\[【](?={name}[\]】](?!\())|(?<![\[【]))"
             rf"{group}(?:[\]】]\s*:?|(?:\s+here|这边|在此)?\s*(?::(?!//)|—+|--|-\s))"
         ),
         re.compile(rf"{group}(?=\s*(?:{_WORK_ZH})|\s+{_WORK_EN})"),
@@ -167,6 +169,20 @@ def find_relays(text: str, policies: PolicySet, speaker: str) -> Relays:
     return Relays(*_found(text, speaker, names, _Members.of(policies)))
 
 
+_BLANKS = lazy_re(r" +")
+_CODE_SPAN = lazy_re(r"`[^`\n]{1,400}`")
+
+
+def quoted_spans(text: str, policies: PolicySet) -> list[tuple[int, int]]:
+    """Where canonical ``text`` quotes rather than claims: fenced and indented code,
+    blockquotes no one introduced, struck-through text, code spans. The speaker asserts
+    none of it (a fixture "don't write: ```…```" is no forecast of the speaker's)."""
+    one = _patterns(tuple(n.casefold() for n in policies.names))[-1]
+    read = layout(text, one)
+    spans = [m.span() for m in _BLANKS.finditer(read) if text[m.start() : m.end()].strip()]
+    return spans + [(m.start() + 1, m.end() - 1) for m in _CODE_SPAN.finditer(read)]
+
+
 class Relays(list[Relay]):
     """The relays of a text; ``truncated`` when there were too many to read them all."""
 
@@ -180,10 +196,19 @@ class _Members:
     """Which member each name means: all that reading a text needs of the policies."""
 
     aliases: tuple[tuple[str, str], ...]
+    not_names: tuple[str, ...] = ()
 
     @staticmethod
     def of(policies: PolicySet) -> _Members:
-        return _Members(tuple(sorted(policies.aliases.items())))
+        words = tuple(canonical_text(w) for w in policies.not_names)
+        return _Members(tuple(sorted(policies.aliases.items())), words)
+
+    def unnamed(self, text: str) -> str:
+        """``text`` with the words that hold a name and are none (小通道) blanked."""
+        for word in self.not_names:
+            if word in text:
+                text = text.replace(word, " " * len(word))
+        return text
 
     def resolve(self, name: str) -> str | None:
         return self._map.get(name.strip().lower())
@@ -206,7 +231,7 @@ def _found(
     trail, deny, speech, colon, work, one = _patterns(names)
     if not one.search(text):  # no member named: nothing to relay (most texts)
         return (), False
-    text = _unquoted(layout(text, one), one, speech)
+    text = _unquoted(layout(policies.unnamed(text), one), one, speech)
     ends = _Sentences(text)
     found: list[Relay] = _trailing(text, ends, trail, one, policies)
     taken = _Spans([(r.end, r.claim_start) for r in found])
@@ -214,7 +239,7 @@ def _found(
         for match in pattern.finditer(text):
             if len(found) > MAX_RELAYS:
                 break
-            if taken.overlaps(match.span()) or not _is_claim(text, ends, match, kind):
+            if taken.overlaps(match.span()) or not _is_claim(text, ends, match, kind, one):
                 continue
             taken.add(match.span())
             found += _named(text, match, kind, one, policies)
@@ -349,9 +374,14 @@ def _trailed(relay: Relay, before: list[Relay], starts: list[int]) -> Relay:
     return replace(relay, claim_start=relay.start, kind="speech")
 
 
-def _is_claim(text: str, ends: _Sentences, match: re.Match[str], kind: str) -> bool:
-    """Not an addressee, not a quoted marker, not a question, not a request ("灵通：请…")."""
+def _is_claim(
+    text: str, ends: _Sentences, match: re.Match[str], kind: str, one: re.Pattern[str]
+) -> bool:
+    """Not an addressee, not a quoted marker, not a question, not a request ("灵通：请…"),
+    not an item after a heading ("Action items: 灵通 — …" assigns, "灵依：【灵通】…" quotes)."""
     start, end = match.start("names"), match.end()
+    if kind == "quote" and not _labels_after_label(text, ends, match.start(), one):
+        return False
     before = text[max(0, start - 12) : start]
     if not match.groupdict().get("lead") and _ADDRESSED.search(before):
         return False
@@ -370,6 +400,14 @@ def _is_claim(text: str, ends: _Sentences, match: re.Match[str], kind: str) -> b
 
 
 _PRONOUN_REACH = 200  # "灵通发了消息。他说…": the member named shortly before
+
+
+def _labels_after_label(text: str, ends: _Sentences, at: int, one: re.Pattern[str]) -> bool:
+    """A label after a colon is one only when a speaker's label stands before it."""
+    head = text[ends.start_of(at) : at].strip()
+    if not head.endswith(":"):
+        return True
+    return bool(one.fullmatch(head[:-1].strip(" []【】")))
 
 
 def _pronouns(
