@@ -44,7 +44,9 @@ _WORK_HEADER = lazy_re(
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable("table")
+    # Blocks only: inline markup is read from the lines (_inline), and parsing it would
+    # cost as much again on long texts.
+    return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
 
 
 @lru_cache(maxsize=256)  # the relay and the inference checks read the same text
