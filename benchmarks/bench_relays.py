@@ -181,9 +181,16 @@ WORST = {
 def worst(layer: ConstraintLayer, ledger: Ledger, rounds: int = 3) -> dict[str, float]:
     """CPU ms of the slowest of ``rounds`` verifications of each shape, at full length."""
     limit = layer.services.max_text_chars
+    warm = Assertion(member="lingyi", type="communication", content="- 灵通：ok", session="w")
+    layer.verify(warm, ledger)  # compiled patterns and parsers are not what is measured
     out = {}
     for name, unit in WORST.items():
-        texts = [(f"{i} " + unit * (limit // len(unit) + 1))[:limit] for i in range(rounds)]
+        # A letter, not a digit, makes each text new to the caches: a digit before
+        # "LingFlow said LingZhi said …" sends evidence.subject_supported into a path that
+        # is superlinear on its own (reported separately; not the relay reading measured here).
+        texts = [
+            (f"({chr(97 + i)}) " + unit * (limit // len(unit) + 1))[:limit] for i in range(rounds)
+        ]
         out[name] = round(
             max(
                 timed(
