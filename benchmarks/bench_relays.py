@@ -12,6 +12,11 @@ alone, next to the same mix against a record of 100 messages: with the index, th
 not grow with the record. The first verification of each assertion (cold caches) is
 excluded from the figures and reported on its own. Wall time and this thread's CPU time
 are both given: on a shared machine the wall-time p99 mostly measures other processes.
+
+``worst`` verifies the hostile shapes a relay reader must not choke on, each as long as
+``max_text_chars`` allows (repeated speech verbs, pronouns, attributions after the claim,
+nested quotes, long tables, lists, blockquotes and fences), and reports the largest CPU time
+of a verification, every text new to the caches.
 """
 
 from __future__ import annotations
@@ -159,6 +164,49 @@ def measure(layer: ConstraintLayer, ledger: Ledger, policies: PolicySet, n: int)
     }
 
 
+WORST = {
+    "speech_verbs": "灵通说灵研说灵知说灵依说",
+    "speech_verbs_en": "LingFlow said LingZhi said ",
+    "pronouns": "灵通说v0.17发布了，他说",
+    "attributions": "v0.17 已发布，灵通说的。",
+    "nested_quotes": "灵通说“",
+    "table_rows": "| 灵通 | v0.17 已发布 |\n",
+    "list_items": "- 灵通：v0.17 已发布\n",
+    "blockquotes": "> 灵通：v0.17 已经发布\n",
+    "fences": "```\n灵通说v0.17已发布\n",
+    "labels": "【灵通】v0.17 已发布。",
+}
+
+
+def worst(layer: ConstraintLayer, ledger: Ledger, rounds: int = 3) -> dict[str, float]:
+    """CPU ms of the slowest of ``rounds`` verifications of each shape, at full length."""
+    limit = layer.services.max_text_chars
+    warm = Assertion(member="lingyi", type="communication", content="- 灵通：ok", session="w")
+    layer.verify(warm, ledger)  # compiled patterns and parsers are not what is measured
+    out = {}
+    for name, unit in WORST.items():
+        # A letter, not a digit, makes each text new to the caches: a digit before
+        # "LingFlow said LingZhi said …" sends evidence.subject_supported into a path that
+        # is superlinear on its own (reported separately; not the relay reading measured here).
+        texts = [
+            (f"({chr(97 + i)}) " + unit * (limit // len(unit) + 1))[:limit] for i in range(rounds)
+        ]
+        out[name] = round(
+            max(
+                timed(
+                    lambda t=t: layer.verify(
+                        Assertion(member="lingyi", type="communication", content=t, session="w"),
+                        ledger,
+                    ),
+                    time.thread_time,
+                )
+                for t in texts
+            ),
+            1,
+        )
+    return out
+
+
 def relay_check(layer: ConstraintLayer, ledger: Ledger, policies: PolicySet, a: Assertion) -> None:
     member = policies.members[a.member]
     ctx = CheckContext(a, member, policies, ledger, layer.council, layer.services, "en")
@@ -201,9 +249,13 @@ def main() -> int:
         built = round(time.perf_counter() - started, 1)
         out[label] = {"messages": messages, "entries": entries, "build_s": built}
         out[label] |= measure(layer, ledger, policies, args.n)
+        if label == "small":
+            out[label]["worst_cpu_ms"] = worst(layer, ledger)
     if args.json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
+    for name, ms in out["small"]["worst_cpu_ms"].items():
+        sys.stdout.write(f"worst  {name:<16} {ms:>7.1f} ms cpu at max_text_chars\n")
     for label, row in out.items():
         sys.stdout.write(
             f"{label:<6} messages={row['messages']:>7} entries={row['entries']:>7} "

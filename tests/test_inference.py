@@ -105,7 +105,8 @@ def test_each_rule_flags_its_forecasts_and_passes_its_look_alikes(
 INFORMAL_AND_HEDGES = [
     ("The glossary'll be done by Thursday.", "flagged"),
     ("The glossary’ll hit 2,000 entries next week.", "flagged"),
-    ("We're gonna ship the glossary Thursday.", "flagged"),
+    ("The team's gonna ship the glossary Thursday.", "flagged"),
+    ("We're gonna ship the glossary Thursday.", "passes"),  # the speaker's own plan
     ("The glossary is going to double in size next month.", "flagged"),
     ("Signups are set to triple next quarter.", "flagged"),
     ("The queue is on track to run out within two weeks.", "flagged"),

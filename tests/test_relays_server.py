@@ -2,8 +2,9 @@
 
 Driven through a real MCP client against a temporary deployment (helpers of test_server):
 a member posts its own news, then another member relays it faithfully, fabricates it behind
-its own name and a split name, or names a second speaker who said nothing. Only the posts
-whose relays are on record reach the council file.
+its own name and a split name, names a second speaker who said nothing, or relays it in a
+list item, a table row or a label, or quotes a fabrication in a fence as an example. Only
+the posts whose relays are on record (or that relay nothing) reach the council file.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ POSTS = [
     ("lingyi", "灵依：灵 通说 v2.9 的迁移脚本还没合入", "rejected"),  # own name, split name
     ("lingyi", "灵通和灵研都说 v2.9 迁移脚本已合入", "rejected"),  # 灵研 said nothing
     ("lingzhi", "靈通說 v2.9 的遷移腳本已經合入", "approved"),  # traditional script
+    # Markdown and speaker labels relay as much as a speech verb does (issue 25 class 3)
+    ("lingyi", "- 灵通：v2.9 迁移脚本还没合入", "rejected"),
+    ("lingyi", "| 灵通 | v2.9 迁移脚本还没合入 |", "rejected"),
+    ("lingyi", "【灵通】v2.9 迁移脚本还没合入", "rejected"),
+    ("lingyi", "反例，别这样写：\n```\n灵通说 v2.9 迁移脚本还没合入\n```", "approved"),
 ]
 
 

@@ -36,7 +36,20 @@ _QUOTE_MARKS = "“”\"「」『』‘’'"
 _GAP = 24  # the farthest a neighbouring word is looked for, in characters
 _REACH = 8  # between a negation and the label it denies (不用加【推演】)
 # Every rule needs one of these; a text without them is no forecast, whatever else it holds.
-_CORES = frozenset({"strong", "certainty", "modal", "basis", "basis_lead", "assurance"})
+_CORES = frozenset(
+    {
+        "strong",
+        "certainty",
+        "modal",
+        "basis",
+        "basis_lead",
+        "assurance",
+        "prediction",
+        "expectation",
+        "own_modal",
+    }
+)
+_OWN_REACH = 3  # words (明天, then) between the speaker and the modal: 我明天会, "I'll then"
 
 
 def tidy(text: str) -> str:
@@ -99,6 +112,8 @@ NEIGHBOURS = frozenset(
         "negation",
         "label_void",
         "determiner",
+        "own_subject",
+        "own_between",
     }
 )
 
@@ -336,8 +351,23 @@ def _done(ctx: _Context, hit: Hit) -> Hit:
     return hit
 
 
+def _own(ctx: _Context, hit: Hit) -> Hit:
+    """A modal whose subject is the speaker (I'll post…, 我明天会…) states a plan, and one
+    whose subject is the reader (you should…) gives advice: neither forecasts."""
+    pos = hit.start
+    for _ in range(_OWN_REACH + 1):
+        if ctx.preceding(pos, "own_subject") is not None:
+            return _regroup(hit, frozenset({"own_modal"}))
+        between = ctx.preceding(pos, "own_between")
+        if between is None:
+            return hit
+        pos = between
+    return hit
+
+
 # Each rule with the groups that call for it, in order (a rule may add or drop a group).
 _CONTEXT_RULES = (
+    (frozenset({"modal", "expectation"}), _own),
     (frozenset({"modal"}), _noun_hui),
     (frozenset({"hedge"}), _month_or_hedge),
     (frozenset({"event_participle"}), _participle),
@@ -376,8 +406,11 @@ class Clause:
 
     @property
     def hedged(self) -> bool:
-        """A hedge makes the clause no assertion, unless certainty overrides it."""
-        return self.find("hedge") is not None and self.find("certainty", "strong") is None
+        """A hedge makes the clause no assertion, unless certainty or a forecast overrides it."""
+        return (
+            self.find("hedge") is not None
+            and self.find("certainty", "strong", "prediction", "expectation") is None
+        )
 
 
 @dataclass
@@ -627,10 +660,14 @@ def _clause_signal(
 ) -> list[Hit | None] | None:
     """The hits that make clause ``c`` (in sentence ``s``) a forecast, or None."""
     sure, modal, event = c.find("certainty"), c.find("modal"), c.find("event")
+    if modal is None and c.find("metric"):  # "we will hit 99.9%": a figure is no one's plan
+        modal = c.find("own_modal")
     outcome = event or c.find("metric")
     when = s.find("future", "day")
-    if strong := c.find("strong"):
+    if strong := c.find("strong", "prediction"):
         return [strong]
+    if found := _expected(c, s):
+        return found
     if sure and (modal or (c.find("ability") and (outcome or c.find("future", "day")))):
         return [sure, modal or c.find("ability")]
     if modal and (c.find("metric") or basis):
@@ -645,6 +682,17 @@ def _clause_signal(
     if vouched and ahead and outcome:
         return [s.find("assurance", "certainty"), ahead, outcome]
     return None
+
+
+def _expected(c: Clause, s: Clause) -> list[Hit | None] | None:
+    """A modal or an expectation governing an outcome after it, with no time word needed:
+    "the 502s won't come back", "should hold", 大概下周能完成 (not 失败时会重试)."""
+    lead = c.find("expectation", "modal")
+    if lead is None or s.find("plan", "condition"):
+        return None
+    turns = ("event", "outcome")
+    turn = next((h for h in c.hits if h.start >= lead.end and not h.groups.isdisjoint(turns)), None)
+    return [lead, turn] if turn is not None and "done" not in turn.groups else None
 
 
 def _basis(s: Clause) -> Hit | None:

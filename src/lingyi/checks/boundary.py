@@ -574,6 +574,10 @@ class DomainParams(CheckParams):
     domains: list[str]
     excluded: list[str] = []
     fields: list[str] = []
+    # A lookup (Services.lookups, e.g. "knowledge_base") that settles a query no domain term
+    # names: what the member's own knowledge base holds is in its domain. Without it, a
+    # search the guard itself recommended ("search the KB first") could be refused here.
+    lookup: str | None = None
 
 
 def domains_of(text: str, lexicon: Lexicon, domains: Sequence[str]) -> dict[str, list[str]]:
@@ -602,6 +606,8 @@ def scope(ctx: CheckContext, params: DomainParams) -> Outcome:
     allowed = [d for d in params.domains if d not in params.excluded]
     if any(d in allowed for d in found):
         return ok(ctx.msg("ok", domains=ctx.msg("sep").join(found)), domains=found)
+    if held := _held(ctx, params, " ".join(t.text for t in texts)):
+        return ok(ctx.msg("held", ids=", ".join(held)), evidence=held)
     names = ctx.msg("sep").join(allowed)
     return fail(
         ctx.msg("fail", domains=names),
@@ -609,6 +615,18 @@ def scope(ctx: CheckContext, params: DomainParams) -> Outcome:
         _restricted(ctx, allowed),
         domains=found,
     )
+
+
+_HELD_LIMIT = 5
+
+
+def _held(ctx: CheckContext, params: DomainParams, query: str) -> list[str]:
+    """Ids of documents the configured lookup finds for ``query`` (an outage raises: the
+    layer applies the check's on_error, and the default fails closed)."""
+    lookup = ctx.services.lookups.get(params.lookup) if params.lookup else None
+    if lookup is None or not query.strip():
+        return []
+    return [e.id for e in lookup(query)][:_HELD_LIMIT]
 
 
 def _restricted(ctx: CheckContext, allowed: list[str]) -> Fallback | None:

@@ -39,7 +39,7 @@ from lingyi.checks._registry import (
 )
 from lingyi.checks.claims import Clause, Statement, Verdict, Vocabulary
 from lingyi.checks.claims import compare as compare_clause
-from lingyi.checks.relays import Relay, find_relays
+from lingyi.checks.relays import MAX_RELAYS, Relay, find_relays
 from lingyi.config import defaults_dir
 from lingyi.council import RecordIndex, index_terms
 from lingyi.ledger import Ledger, LedgerEntry
@@ -110,6 +110,8 @@ def on_record(ctx: CheckContext, params: CommunicationParams) -> Outcome:
         return ok(ctx.msg("no_claim"))
     text = ctx.canon.text
     relays = find_relays(text, ctx.policies, ctx.member.id)
+    if relays.truncated:  # fail closed: what was not read is not passed
+        return fail(ctx.msg("too_many", limit=MAX_RELAYS), ctx.msg("split", limit=MAX_RELAYS))
     if not relays:
         return ok(ctx.msg("no_claim"))
     vocab = vocabulary(ctx, params)

@@ -24,6 +24,7 @@ from weakref import WeakKeyDictionary
 
 from pydantic import Field, PrivateAttr
 
+from lingyi import messages
 from lingyi._regex import lazy_re
 from lingyi.checks._agreement import (
     Evidence,
@@ -547,6 +548,15 @@ def _related_count(claim: Features, pieces: list[Piece]) -> int:
     return len(pieces)
 
 
+def subject_name(lang: str, subject: str) -> str:
+    """A subject as a person reads it (知识库, not knowledge_base): from the catalog, else the
+    id with its separators as spaces (a subject a policy added without naming it)."""
+    key = f"subjects.{subject}"
+    if messages.has(lang, key) or messages.has("en", key):
+        return messages.text(lang, key)
+    return subject.replace("_", " ").replace(".", " ")
+
+
 def _described(ctx: CheckContext, found: list[Found]) -> str:
     texts = [ctx.msg(name, **values) for name, values in found]
     return ctx.msg("sep").join(dict.fromkeys(texts))
@@ -554,7 +564,7 @@ def _described(ctx: CheckContext, found: list[Found]) -> str:
 
 def _unsupported(ctx: CheckContext, name: str, spec: SubjectSpec) -> Outcome:
     return fail(
-        ctx.msg("fail", subject=name),
+        ctx.msg("fail", subject=subject_name(ctx.lang, name)),
         ctx.msg("hint", tools=", ".join(spec.tools)),
         subject=name,
         tools=spec.tools,

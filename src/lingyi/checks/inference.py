@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 from pydantic import ValidationInfo, field_validator
 
@@ -52,7 +52,7 @@ from lingyi.checks._registry import (
     ok,
     register,
 )
-from lingyi.checks.relays import find_relays
+from lingyi.checks.relays import find_relays, quoted_spans
 from lingyi.models import Fallback
 from lingyi.policy import Lexicon, LexiconRef, load_lexicon
 from lingyi.text import Hit, TermMatcher, canonical_text
@@ -109,8 +109,14 @@ def _packaged_lexicon() -> Lexicon:
 def read(text: str, lexicon: Lexicon | None = None, labels: Sequence[str] = ()) -> Reading:
     """``text`` (any form: it is made canonical) read for forecasts, labels and hedges."""
     canon, lexicon = tidy(canonical_text(text)), lexicon or _packaged_lexicon()
-    words = label_words(labels or InferenceParams().labels)
+    words = label_words(labels or _default_labels())
     return Reading(canon, tag(canon, lexicon), vocabulary(lexicon), words)
+
+
+@cache
+def _default_labels() -> tuple[str, ...]:
+    """The labels a policy gets by default (read once: building the params is not free)."""
+    return tuple(InferenceParams.model_fields["labels"].default)
 
 
 def is_inference(text: str, labels: list[str] | None = None) -> bool:
@@ -119,6 +125,7 @@ def is_inference(text: str, labels: list[str] | None = None) -> bool:
     return bool(reading.labels) or reading.hedged or reading.signal is not None
 
 
+@lru_cache(maxsize=4096)
 def prediction_signal(text: str) -> str | None:
     """The words that make ``text`` a prediction asserted as fact, or None."""
     return read(text).signal
@@ -153,6 +160,7 @@ def labelled(ctx: CheckContext, params: InferenceParams) -> Outcome:
     if whole.signal is None and not whole.labels and _SUPPRESSING.isdisjoint(groups_of(hits)):
         return ok(ctx.msg("no_prediction"))  # no forecast that a relay could hide or reveal
     relayed = _relayed_spans(text, ctx, hits) if _runs(ctx, params.relay_check) else []
+    relayed += quoted_spans(text, ctx.policies)  # quoted, fenced: no one's claim here
     reading = Reading(text, hits, whole.vocabulary, whole.words, relayed) if relayed else whole
     if (signal := reading.signal) is None:
         if reading.labels:

@@ -303,8 +303,18 @@ OpenCC (`opencc`), in the canonical form. Cited documents come from the knowledg
 """
 
 
-def checks_markdown(entries: list[dict[str, Any]]) -> str:
-    """docs/checks.md: each check, where it runs, and its parameters."""
+HAND_WRITTEN = "<!-- Hand-written below this line: the generator keeps it as it is. -->"
+
+
+def hand_written(doc: str) -> str:
+    """The part of a generated document after :data:`HAND_WRITTEN` (with the marker)."""
+    at = doc.find(HAND_WRITTEN)
+    return doc[at:] if at >= 0 else ""
+
+
+def checks_markdown(entries: list[dict[str, Any]], tail: str = "") -> str:
+    """docs/checks.md: each check, where it runs, and its parameters; then ``tail``, the
+    hand-written sections (how checks read a text), kept as written."""
     out = [
         "# Checks reference\n",
         "Generated from the check registry and each check's parameters model (`python "
@@ -332,4 +342,4 @@ def checks_markdown(entries: list[dict[str, Any]]) -> str:
         else:
             out.append("No parameters.")
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out) + (tail and "\n" + tail)

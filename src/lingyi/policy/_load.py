@@ -308,6 +308,7 @@ class _Loader:
             id=raw.member.lower(),
             name=raw.name,
             aliases=raw.aliases,
+            not_names=raw.not_names,
             description=raw.description,
             language=raw.language,
             tools=raw.tools,

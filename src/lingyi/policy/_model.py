@@ -119,6 +119,8 @@ class _MemberFile(_Strict):
     member: str
     name: str
     aliases: list[str] = Field(default_factory=list)
+    # Words that hold an alias and are no name (小通道 holds 小通): never read as the member.
+    not_names: list[str] = Field(default_factory=list)
     description: str = ""
     language: Literal["zh", "en"] | None = None
     tools: dict[str, ToolSpec] = Field(default_factory=dict)
@@ -142,6 +144,7 @@ class MemberPolicy(BaseModel):
     id: str
     name: str
     aliases: list[str]
+    not_names: list[str] = Field(default_factory=list)
     description: str
     language: str | None
     tools: dict[str, ToolSpec]
@@ -188,6 +191,11 @@ class PolicySet(BaseModel):
         them when a model splits them (灵 通, Ling-Flow). Computed once per loaded set (a
         plain attribute afterwards: a private attribute is a slow lookup on every call)."""
         return tuple(dict.fromkeys(n for m in self.members.values() for n in m.names))
+
+    @cached_property
+    def not_names(self) -> tuple[str, ...]:
+        """Words that hold a member's name and are none (小通道), from every policy."""
+        return tuple(dict.fromkeys(n for m in self.members.values() for n in m.not_names))
 
     def lexicon(self, ref: str) -> Lexicon:
         found = self.lexicons.get(ref)
