@@ -58,6 +58,10 @@ def _fill(unit: str) -> str:
 
 INPUTS = {
     "speakers": _fill("灵通说灵研说灵知说"),
+    # A number, then nothing but relays: the blanked relays leave one long run of white
+    # space after the number, which a backtracking \s* between optional words made cubic.
+    "number then speakers": "1 " + _fill("LingFlow said LingZhi said ")[2:],
+    "count then speakers": "3 " + _fill("灵通说灵研说")[2:],
     "note": _fill(
         "灵通说 v0.16 审计已完成，共发现 2 个中危问题，没有高危。LingResearch said dataset_v3 has 39 samples. "
     ),

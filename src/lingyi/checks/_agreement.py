@@ -66,30 +66,30 @@ _EN_NUMBER = lazy_re(rf"\b({'|'.join(_EN_NUMBERS)})\b", re.IGNORECASE)
 _TIMES = (
     (
         ("第",),
-        r"第\s*\d+(?:\s*[至到\-~]\s*\d+)?\s*(?:周|天|章|节|季度|期|次|名|轮|届|步|阶段|课|讲|部分)",
+        r"第\s*+\d+(?:\s*+[至到\-~]\s*+\d+)?\s*+(?:周|天|章|节|季度|期|次|名|轮|届|步|阶段|课|讲|部分)",
     ),
     (
         ("week", "day", "sprint", "phase", "step", "chapter", "lesson"),
-        r"\b(?:week|day|sprint|phase|step|chapter|lesson)s?\s+\d+(?:\s*(?:-|to)\s*\d+)?\b",
+        r"\b(?:week|day|sprint|phase|step|chapter|lesson)s?\s++\d+(?:\s*+(?:-|to)\s*+\d+)?\b",
     ),
-    (("水平",), r"(?:在\s*)?\d*\.\d+\s*(?:的)?\s*(?:显著性)?水平"),
+    (("水平",), r"(?:在\s*+)?\d*\.\d+\s*+(?:的)?\s*+(?:显著性)?水平"),
     (
         ("level", "alpha", "α"),
-        r"\bat\s+the\s+\d*\.\d+\s+level\b|(?:α|alpha|significance level)\s*[=:]?\s*\d*\.\d+",
+        r"\bat\s++the\s++\d*\.\d+\s++level\b|(?:α|alpha|significance level)\s*+[=:]?\s*+\d*\.\d+",
     ),
-    (("月",), r"(?<![\d.])\d{1,2}\s*月(?!\s*\d{1,2}\s*[日号])"),
-    (("前", "后", "内"), r"\d+\s*(?:天|周|小时|分钟|个月|年)(?:前|后|以前|以后|之前|之后|以内|内)"),
-    (("点", ":"), r"\d+\s*点(?:\s*\d+\s*分?)?|\d{1,2}:\d{2}"),
+    (("月",), r"(?<![\d.])\d{1,2}\s*+月(?!\s*+\d{1,2}\s*+[日号])"),
+    (("前", "后", "内"), r"\d+\s*+(?:天|周|小时|分钟|个月|年)(?:前|后|以前|以后|之前|之后|以内|内)"),
+    (("点", ":"), r"\d+\s*+点(?:\s*+\d+\s*+分?)?|\d{1,2}:\d{2}"),
     (
         ("ago", "later", "earlier", "before", "after"),
-        r"\d+\s+(?:days?|weeks?|hours?|minutes?|months?|years?)\s+(?:ago|later|earlier|before|after)",
+        r"\d+\s++(?:days?|weeks?|hours?|minutes?|months?|years?)\s++(?:ago|later|earlier|before|after)",
     ),
 )
 _TIME = tuple((words, lazy_re(p, re.IGNORECASE)) for words, p in _TIMES)
-_DIGITS = lazy_re(r"(?<![a-z0-9_.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*%)?", re.IGNORECASE)
+_DIGITS = lazy_re(r"(?<![a-z0-9_.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*+%)?", re.IGNORECASE)
 _COUNT = lazy_re(
-    r"(\d+(?:,\d{3})*)\s*(?:篇|份|部|本|条(?!消息|记录|数据))|"
-    r"(\d+(?:,\d{3})*)\s+(?:articles?|entries|documents?|docs|"
+    r"(\d+(?:,\d{3})*)\s*+(?:篇|份|部|本|条(?!消息|记录|数据))|"
+    r"(\d+(?:,\d{3})*)\s++(?:articles?|entries|documents?|docs|"
     r"items|papers|results|commentaries|translations|titles|books|videos|chapters)\b",
     re.IGNORECASE,
 )
@@ -98,8 +98,8 @@ _COUNT = lazy_re(
 _TITLE = lazy_re(r"《([^》]{1,40})》|“([^”]{1,40})”|\"([^\"]{2,40})\"")
 _IDENTIFIER = lazy_re(r"(?<![\w-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])")
 _OWNER_LETTER = lazy_re(r"(?<![A-Za-z/&])([A-H])(?![A-Za-z/&])")
-_ARTICLE_A = lazy_re(r"A\s+[a-z]")
-_STARTS = lazy_re(r"(?:^|[.!?:;,\"(\n])\s*$")
+_ARTICLE_A = lazy_re(r"A\s++[a-z]")
+_STARTS = lazy_re(r"(?:^|[.!?:;,\"(\n])\s*+$")
 
 
 def _is_article(pair: str, at: int) -> bool:
@@ -109,7 +109,7 @@ def _is_article(pair: str, at: int) -> bool:
 
 _SEGMENT = lazy_re(r"[;。；()]|,(?!\d{3})|\bvs\.?\b|\bversus\b|对比")
 # What a number counts: the measure word or the word after it (16 章, 1,200 samples, 2.3s).
-_UNIT = lazy_re(r"\s*(%|[\u3400-\u9fff]|[a-z]+)")
+_UNIT = lazy_re(r"\s*+(%|[\u3400-\u9fff]|[a-z]+)")
 _CAPITALISED = lazy_re(r"(?<![\w'.])([A-Z][a-z]{2,}(?:-[A-Za-z]+)?)(?:'s)?\b")
 _MONTH_DAY = frozenset(
     [
@@ -151,15 +151,15 @@ _FINDING = (
 )
 _ABSENT = (
     lazy_re(rf"(?:没有|没|无|未|零)(?:发现|找到|检出|查出)?(?:任何)?的?{_SEV}?的?{_FINDING}"),
-    lazy_re(rf"\b(?:no|zero|0)\s+(?:{_SEV}[- ]?(?:severity|risk)?\s+)?{_FINDING}"),
-    lazy_re(rf"\bnone\s+(?:(?:are|is|were|was)\s+)?{_SEV}\b"),
-    lazy_re(r"\b(?:found|reported|flagged|raised)\s+nothing\b|\bnothing\s+(?:found|flagged)\b"),
-    lazy_re(r"\b(?:came back|comes back|is|was)\s+clean\b"),
+    lazy_re(rf"\b(?:no|zero|0)\s++(?:{_SEV}[- ]?(?:severity|risk)?\s++)?{_FINDING}"),
+    lazy_re(rf"\bnone\s++(?:(?:are|is|were|was)\s++)?{_SEV}\b"),
+    lazy_re(r"\b(?:found|reported|flagged|raised)\s++nothing\b|\bnothing\s++(?:found|flagged)\b"),
+    lazy_re(r"\b(?:came back|comes back|is|was)\s++clean\b"),
 )
 _COUNTED = (
-    lazy_re(rf"(\d+)\s*(?:个|项|条)?\s*{_SEV}?[- ]?(?:severity|risk)?\s*(?:的)?{_FINDING}"),
-    lazy_re(rf"(\d+)\s+{_SEV}\b"),
-    lazy_re(rf"{_SEV}\s*[:=]?\s*(\d+)\b"),
+    lazy_re(rf"(\d+)\s*+(?:个|项|条)?\s*+{_SEV}?[- ]?(?:severity|risk)?\s*+(?:的)?{_FINDING}"),
+    lazy_re(rf"(\d+)\s++{_SEV}\b"),
+    lazy_re(rf"{_SEV}\s*+[:=]?\s*+(\d+)\b"),
 )
 
 
@@ -174,7 +174,7 @@ def english_numbers(text: str) -> str:
 
 
 _TOTAL = lazy_re(
-    r"\b(?:total|in total|altogether|combined|across|overall|sum)\b|总共|一共|合计|总计|共计|加起来|共(?=\s*[\d一二两三四五六七八九十])"
+    r"\b(?:total|in total|altogether|combined|across|overall|sum)\b|总共|一共|合计|总计|共计|加起来|共(?=\s*+[\d一二两三四五六七八九十])"
 )
 _GAP = lazy_re(
     r"\b(?:more|fewer|less|higher|lower|than|gap|difference|ahead|behind|later|earlier)\b|"
@@ -183,7 +183,7 @@ _GAP = lazy_re(
 )
 _ZH_NUMERAL = lazy_re("[零〇一二两三四五六七八九十百千万亿]")
 _ANY_DIGIT = lazy_re(r"\d")
-_MILLION = lazy_re(r"(\d+(?:\.\d+)?)\s*(?:million|mn)\b|(\d+\.\d+)m\b", re.IGNORECASE)
+_MILLION = lazy_re(r"(\d+(?:\.\d+)?)\s*+(?:million|mn)\b|(\d+\.\d+)m\b", re.IGNORECASE)
 
 
 def _millions(text: str) -> str:
@@ -197,13 +197,13 @@ def _millions(text: str) -> str:
 # round or an attempt ("round 4", "第 2 轮"), how many members there are ("the fewest of the
 # four", 四位成员), HTTP status codes (504, "the 502s", "（502）"), week numbers (w16).
 _INCIDENTAL = lazy_re(
-    r"(?m)(?:^|(?<=\D[:：]))\s*(?:[-*]\s*)?\d{1,2}(?:[.)](?=\s|$)|、)|"
-    r"\b(?:round|run|attempt|iteration|try|pass|step|no\.)\s*#?\d+\b|第\s*\d+\s*(?:轮|次|遍|步)|"
-    r"\b(?:of|among|all)\s+(?:the\s+)?\d{1,2}(?=\s*(?:members?\b|of us\b|[.,;!?)]|$))|"
-    r"\d{1,2}\s*(?:位|个|名)?\s*(?:成员|members?\b)|"
-    r"(?:http|status|code|错误码|状态码|返回)\s*[:=]?\s*[1-5]\d{2}\b|"
-    r"(?<![\d.,])[45]\d{2}(?=s\b|\s*(?:errors?|responses?|status|错误|报错|响应)|\s*[)）])|"
-    r"\b(?:\d{4}-)?w(?:k|eek)?\s*\d{1,2}\b"
+    r"(?m)(?:^|(?<=\D[:：]))\s*+(?:[-*]\s*+)?\d{1,2}(?:[.)](?=\s|$)|、)|"
+    r"\b(?:round|run|attempt|iteration|try|pass|step|no\.)\s*+#?\d+\b|第\s*+\d+\s*+(?:轮|次|遍|步)|"
+    r"\b(?:of|among|all)\s++(?:the\s++)?\d{1,2}(?=\s*+(?:members?\b|of us\b|[.,;!?)]|$))|"
+    r"\d{1,2}\s*+(?:位|个|名)?\s*+(?:成员|members?\b)|"
+    r"(?:http|status|code|错误码|状态码|返回)\s*+[:=]?\s*+[1-5]\d{2}\b|"
+    r"(?<![\d.,])[45]\d{2}(?=s\b|\s*+(?:errors?|responses?|status|错误|报错|响应)|\s*+[)）])|"
+    r"\b(?:\d{4}-)?w(?:k|eek)?\s*+\d{1,2}\b"
 )
 
 
@@ -523,7 +523,7 @@ def _sign(groups: frozenset[str], lower_better: bool) -> int:
     return merit if "better" in groups else -merit if "worse" in groups else 0
 
 
-_BI = lazy_re(r"比\s*(\S{1,12}?)\s*的?\s*(?:准确率|\S{0,4})?(高|好|多|大|强|优|低|差|少|小|弱)")
+_BI = lazy_re(r"比\s*+(\S{1,12}?)\s*+的?\s*+(?:准确率|\S{0,4})?(高|好|多|大|强|优|低|差|少|小|弱)")
 
 
 def _bi_comparisons(pair: str, owners: Owners) -> list[tuple[str, str | None, int]]:
