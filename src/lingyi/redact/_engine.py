@@ -19,20 +19,31 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 import ahocorasick
 
 from lingyi.redact._catalog import Catalog, KeyRules, SecretFormat
+from lingyi.redact._decode import ENCODED, decodings
 from lingyi.redact._normal import WIDE_COLON, Skeleton, screen, skeleton
+from lingyi.redact._settings import RedactSection
 
 MARKER = re.compile(r"\[REDACTED(?::[a-z0-9_]{1,32}:[0-9a-f]{6})?\]")
 _UNKEYED = b"lingyi-redaction-marker-v1"
 _KEYS = -1  # the automaton's value for a secret key's spelling (not a format index)
 _SHORT = 80  # texts up to this length have their hint pass cached
+_DEPTH = 2  # encodings looked into, one inside the other (base64 of a URL-encoded query)
+_SPLIT = (
+    256  # how far from the edge of two adjacent fields a secret split between them is looked for
+)
+# The fields that hold what the caller sent (a record's and a judge request's tool arguments
+# and context): there, two adjacent strings are also read as one, for a secret split in two.
+CALLER_FIELDS = frozenset({"arguments", "tool_arguments", "context", "args"})
+_NUMBER_MARKS = str.maketrans("", "", " ().-")
 
 
 @dataclass(frozen=True)
@@ -65,8 +76,10 @@ def _key_kind(key: str) -> str:
 class Redactor:
     """The catalogue's formats and keys, compiled into one hint automaton."""
 
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
+    def __init__(self, catalog: Catalog, settings: RedactSection | None = None) -> None:
+        settings = settings or RedactSection()
+        self.catalog = catalog = _chosen(catalog, settings)
+        self.decode = settings.decode
         self._hints = ahocorasick.Automaton()
         owners: dict[str, set[int]] = {}
         for index, fmt in enumerate(catalog.formats):
@@ -109,9 +122,15 @@ class Redactor:
                 wanted.discard(i)
         return wanted
 
+    def may_hold(self, text: str) -> bool:
+        """Could ``text`` (a text or a structure's JSON) hold anything this redactor replaces?"""
+        return bool(self._confirmed(text)) or (self.decode and ENCODED.search(text) is not None)
+
     # --- texts --------------------------------------------------------------------------
 
-    def find(self, text: str, only: Iterable[int] | None = None) -> list[Finding]:
+    def find(
+        self, text: str, only: Iterable[int] | None = None, depth: int = _DEPTH
+    ) -> list[Finding]:
         """Every secret in ``text``, in order, none overlapping another or a marker.
 
         ``only``: the formats the caller's hint pass found (a record's walk); others are skipped.
@@ -120,11 +139,33 @@ class Redactor:
         if only is not None:
             wanted &= set(only)
         formats = [self.catalog.formats[i] for i in sorted(wanted) if i != _KEYS]
-        if not formats:
+        encoded = self.decode and depth > 0 and ENCODED.search(text) is not None
+        if not formats and not encoded:
             return []
         form = skeleton(text)
         found = [f for fmt in formats for f in _matches(fmt, form)]
+        if encoded:
+            found += self._decoded(form, found, depth)
         return _disjoint(found, [m.span() for m in MARKER.finditer(text)])
+
+    def _decoded(self, form: Skeleton, plain: list[Finding], depth: int) -> list[Finding]:
+        """Encoded runs (base64, hex, URL) whose decoded text holds a secret: each replaced
+        whole, hashed as the decoded secret is (so it gets the plain spelling's marker)."""
+        found = []
+        for match in ENCODED.finditer(form.text):
+            start, end = form.span(*match.span())
+            if any(f.start < end and start < f.end for f in plain):
+                continue  # found as it is: the plain finding is the more precise one
+            if (inner := self._inside(match.group(0), depth)) is not None:
+                found.append(replace(inner, start=start, end=end))
+        return found
+
+    def _inside(self, run: str, depth: int) -> Finding | None:
+        for decoded in decodings(run):
+            if inner := self.find(decoded, depth=depth - 1):
+                value = "\x00".join(f.value for f in inner)
+                return Finding(inner[0].kind, 0, 0, f"encoded:{inner[0].format}", value)
+        return None
 
     def redact_text(self, text: str, key: bytes | None = None, only: set[int] | None = None) -> str:
         parts, done = [], 0
@@ -157,10 +198,10 @@ class Redactor:
         """(``value`` redacted, whether anything was replaced); ``value`` itself when not."""
         if body is None:
             body = json.dumps(value, ensure_ascii=False, default=str)
-        wanted = self._confirmed(body)
+        wanted = self._confirmed("\n".join([body, *_joins(value)]))
         if not keys:
             wanted.discard(_KEYS)
-        if not wanted:
+        if not wanted and not (self.decode and ENCODED.search(body)):
             return value, False
         walk = _Walk(self, wanted, key)
         result = walk.value(value)
@@ -176,22 +217,36 @@ class _Walk:
         self.keys = _KEYS in wanted
         self.changed = False
         self._done: dict[str, str] = {}  # a record repeats its keys and words: each once
+        self._caller = 0  # > 0 inside a field the caller sent (CALLER_FIELDS)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
             return self._text(value)
         if isinstance(value, dict):
-            return {self._key(k): self._item(k, v) for k, v in value.items()}
+            items = self._split(list(value.items()))
+            return {self._key(k): self._item(k, v) for k, v in items}
         if isinstance(value, list | tuple):
-            return [self.value(v) for v in value]
+            return [self.value(v) for _, v in self._split(list(enumerate(value)))]
         return value
 
+    def _split(self, items: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """A secret cut in two adjacent fields the caller sent: both halves get its marker."""
+        if not self._caller:
+            return items
+        for i in range(len(items) - 1):
+            (ka, a), (kb, b) = items[i], items[i + 1]
+            if isinstance(a, str) and isinstance(b, str) and (found := _across(self, a, b)):
+                self.changed = True
+                items[i], items[i + 1] = (ka, found[0]), (kb, found[1])
+        return items
+
     def _text(self, text: str) -> str:
-        if not self.formats:
+        if not self.formats and not self.redactor.decode:
             return text
         if (done := self._done.get(text)) is None:
             hits = self.redactor.hinted(text) & self.formats
-            done = self.redactor.redact_text(text, self.key, hits) if hits else text
+            look = hits or (self.redactor.decode and ENCODED.search(text) is not None)
+            done = self.redactor.redact_text(text, self.key, hits) if look else text
             self._done[text] = done
             self.changed = self.changed or done != text
         return done
@@ -202,7 +257,12 @@ class _Walk:
     def _item(self, key: Any, value: Any) -> Any:
         if self.keys and isinstance(key, str) and self.redactor.secret_key(key):
             return self.masked(_key_kind(key), value)
-        return self.value(value)
+        caller = key in CALLER_FIELDS
+        self._caller += caller
+        try:
+            return self.value(value)
+        finally:
+            self._caller -= caller
 
     def masked(self, kind: str, value: Any) -> Any:
         """Everything under a secret key is the secret: every string and number in it."""
@@ -221,6 +281,44 @@ class _Walk:
         return marker(kind, skeleton(secret).text, self.key)  # hashed as formats hash theirs
 
 
+def _chosen(catalog: Catalog, settings: RedactSection) -> Catalog:
+    """The catalogue less the personal data that ``[redact]`` keeps as it is."""
+    formats = tuple(
+        f
+        for f in catalog.formats
+        if not f.personal or (settings.personal and f.kind not in settings.keep)
+    )
+    return replace(catalog, formats=formats) if len(formats) != len(catalog.formats) else catalog
+
+
+def _across(walk: _Walk, a: str, b: str) -> tuple[str, str] | None:
+    """``a`` and ``b`` with the secret that starts in one and ends in the other replaced."""
+    left, right = a[-_SPLIT:], b[:_SPLIT]
+    for f in walk.redactor.find(left + right):
+        if f.start < len(left) < f.end:
+            mark = marker(f.kind, f.value, walk.key)
+            return a[: len(a) - len(left) + f.start] + mark, mark + b[f.end - len(left) :]
+    return None
+
+
+def _joins(value: Any) -> Iterator[str]:
+    """The edges of adjacent strings in the caller's fields, joined (for the hint pass)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _pairs(v) if k in CALLER_FIELDS else _joins(v)
+
+
+def _pairs(value: Any) -> Iterator[str]:
+    items = list(value.values()) if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        return
+    for a, b in pairwise(items):
+        if isinstance(a, str) and isinstance(b, str):
+            yield a[-_SPLIT:] + b[:_SPLIT]
+    for v in items:
+        yield from _pairs(v)
+
+
 @lru_cache(maxsize=4096)
 def _secret_key(rules: KeyRules, key: str) -> bool:
     return rules.is_secret(screen(key))  # the same few keys come back in every record
@@ -237,7 +335,8 @@ def _matches(fmt: SecretFormat, form: Skeleton) -> list[Finding]:
             continue
         if fmt.accepts(value):
             begin, finish = form.span(start, end)
-            found.append(Finding(fmt.kind, begin, finish, fmt.id, value))
+            hashed = value.translate(_NUMBER_MARKS).lower() if fmt.personal else value
+            found.append(Finding(fmt.kind, begin, finish, fmt.id, hashed))
     return found
 
 

@@ -1,0 +1,62 @@
+"""Text hidden in an encoding: base64, hex, URL percent-escapes.
+
+A secret pasted base64-encoded (a config blob, a Basic header), hex-encoded (a dump) or
+URL-encoded (a query string) matches no format as it is. :data:`ENCODED` finds runs that could
+be such an encoding, and :func:`decodings` yields what a run decodes to when that is text
+(printable UTF-8). A commit SHA, a trace id or a ULID decodes to bytes that are no text, so
+it is never mistaken for one: only decoded text is searched.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+from urllib.parse import unquote
+
+# base64 (standard or URL-safe) of text mixes upper and lower case; a hex dump of UTF-8 text
+# has no byte 00-08, 0b-0c, 0e-1f or f0-ff; a URL-encoded token has %XX escapes.
+# Each alternative starts only at the start of a run, so a scan stays linear.
+ENCODED = re.compile(
+    r"(?<![A-Za-z0-9+/=_-])(?=[A-Za-z0-9+/_-]{0,512}?[a-z])(?=[A-Za-z0-9+/_-]{0,512}?[A-Z])"
+    r"[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])"
+    r"|(?<![0-9A-Fa-f])(?:[2-9A-Ea-e][0-9A-Fa-f]|0[9AaDd]){8,}(?![0-9A-Fa-f])"
+    r"|(?<![^\s\"'<>])[^\s\"'<>%]*%[0-9A-Fa-f]{2}[^\s\"'<>]*"
+)
+_HEX = re.compile(r"(?:[0-9A-Fa-f]{2})+")
+_CONTROL_OK = str.maketrans("", "", "\n\r\t")
+
+
+def decodings(run: str) -> Iterator[str]:
+    """What ``run`` decodes to, when that is text (each encoding it could be, likeliest first)."""
+    if "%" in run:
+        if (unquoted := unquote(run)) != run:
+            yield unquoted
+        return
+    raw = _hex(run) if _HEX.fullmatch(run) else _base64(run)
+    if raw is not None and (text := _text(raw)) is not None:
+        yield text
+
+
+def _hex(run: str) -> bytes | None:
+    try:
+        return bytes.fromhex(run)
+    except ValueError:
+        return None
+
+
+def _base64(run: str) -> bytes | None:
+    padded = run.rstrip("=").replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(padded + "=" * (-len(padded) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _text(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if len(text) >= 4 and text.translate(_CONTROL_OK).isprintable() else None
