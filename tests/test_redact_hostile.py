@@ -18,13 +18,31 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from mcp import Client
+from mcp_types import CallToolResult
 
-from lingyi.redact import MARKER, find_secrets, redact_text, redact_value
+from lingyi.config import load_config
+from lingyi.errors import ConfigError
+from lingyi.log import read_log
+from lingyi.policy import PolicySet
+from lingyi.redact import (
+    MARKER,
+    RedactSection,
+    configure,
+    find_secrets,
+    redact_text,
+    redact_value,
+)
+from tests import messages_api as api
+from tests.judge_kit import SUPPORTED, rig
 from tests.secret_cases import BY_FORMAT, ISSUE_FORMATS, PERSONAL, Case
+from tests.test_server import deploy, verdict, with_client
 
 SECRETS = [BY_FORMAT[f] for f in ISSUE_FORMATS]
 
@@ -176,3 +194,103 @@ def test_look_alikes_in_a_record_are_kept() -> None:
     args = {f"a{i}": t for i, t in enumerate(LOOK_ALIKES)}
     record = {"tool_call": {"name": "search_knowledge", "arguments": args}}
     assert redact_value(record) == record
+
+
+# --- what the caller sent, as the log keeps it ---------------------------------------------
+
+
+def test_an_argument_that_fails_its_schema_is_logged_as_sent_redacted_and_cut(
+    tmp_path: Path,
+) -> None:
+    """Issue 24 item 3: through a real MCP client, ``limit: "lots …"`` (a string where the
+    schema wants an integer) is rejected by tool.args_schema and the record keeps what the
+    model sent, not null: redacted (the token and the phone number in it are markers) and cut
+    to the log's field limit (a 100 000-character ``domains`` keeps a head, its full length
+    and hash in ``truncated``)."""
+    dep = deploy(tmp_path / "deploy")
+    token, phone = BY_FORMAT["github_token"].secret, "13812345678"
+    sent = {"query": "气功", "limit": f"lots, {token} {phone}", "domains": "气" * 100_000}
+    out: list[CallToolResult] = []
+
+    async def body(client: Client) -> None:
+        out.append(await client.call_tool("search_knowledge", sent))
+
+    with_client(dep, body)
+    assert out[0].is_error and "tool.args_schema" in verdict(out[0])["codes"]
+    [record] = [line.record for line in read_log(dep.log) if line.record]
+    logged = record["tool_call"]["arguments"]
+    assert logged["limit"].startswith("lots, [REDACTED:github_token:")
+    assert "[REDACTED:phone:" in logged["limit"] and token not in logged["limit"]
+    assert phone not in logged["limit"] and logged["query"] == "气功"
+    assert 0 < len(logged["domains"]) < 100_000 and logged["domains"].lstrip('"').startswith("气")
+    assert any("domains" in t["field"] for t in record["truncated"])
+
+
+# --- [redact]: what a deployment chooses ----------------------------------------------------
+
+
+@pytest.fixture
+def redact_config(tmp_path: Path) -> Iterator[Callable[[str], None]]:
+    """Load a config with a given ``[redact]`` section; the defaults are back afterwards."""
+
+    def load(section: str) -> None:
+        path = tmp_path / "lingyi.toml"
+        path.write_text(f"[redact]\n{section}\n", encoding="utf-8")
+        load_config(path)
+
+    yield load
+    configure(RedactSection())
+
+
+def test_personal_data_is_redacted_by_default_and_each_key_changes_it(
+    redact_config: Callable[[str], None],
+) -> None:
+    """On by default; ``personal = false`` keeps all personal data, ``keep`` the kinds it
+    names, ``decode = false`` stops looking into encodings. Secrets are redacted whatever
+    the section says."""
+    mail, phone = "write to alice.wang@example.com", "手机 13812345678"
+    blob = "x " + base64.b64encode(BY_FORMAT["password_en"].sentence.encode()).decode()
+    secret = BY_FORMAT["github_token"].sentence
+    assert all(redact_text(t) != t for t in (mail, phone, blob, secret))
+    redact_config("personal = false")
+    assert redact_text(mail) == mail and redact_text(phone) == phone
+    redact_config('keep = ["email"]')
+    assert redact_text(mail) == mail and redact_text(phone) != phone
+    redact_config("decode = false")
+    assert redact_text(blob) == blob and redact_text(mail) != mail
+    assert redact_text(secret) != secret
+
+
+@pytest.mark.parametrize(
+    ("section", "names"),
+    [
+        ('keep = ["mail"]', "redact.keep: 'mail' is no kind of personal data; valid: card"),
+        ("personal = 1", "redact.personal"),
+        ("redcat = true", "redact.redcat"),
+    ],
+)
+def test_a_bad_redact_section_names_its_key(
+    redact_config: Callable[[str], None], section: str, names: str
+) -> None:
+    """A misspelt kind or key, or a wrong type, is a config error naming ``redact.<key>``."""
+    with pytest.raises(ConfigError, match=re.escape(names)):
+        redact_config(section)
+
+
+def test_the_judges_request_carries_no_personal_data(policies: PolicySet) -> None:
+    """The judge is a third party: the request the model receives (the real ``anthropic``
+    client against a Messages API on loopback) has the phone number, the e-mail address, the
+    resident ID and the base64-encoded password replaced by markers, as the log has."""
+    blob = base64.b64encode(BY_FORMAT["password_en"].sentence.encode()).decode()
+    content = f"联系 13812345678 或 alice.wang@example.com，身份证 11010519491231002X，{blob}。"
+    with api.messages_api() as (state, url):
+        judge = rig(policies, url)
+        try:
+            judge.verify(content=content + SUPPORTED, context={"note": "card 4111111111111111"})
+        finally:
+            judge.close()
+    sent = json.dumps(state.requests, ensure_ascii=False)
+    assert state.requests, "the judge was not asked"
+    for datum in ("13812345678", "alice.wang@example.com", "11010519491231002X", blob):
+        assert datum not in sent, datum
+    assert "4111111111111111" not in sent and "[REDACTED:phone:" in sent

@@ -19,7 +19,7 @@ def personal_kinds() -> frozenset[str]:
 class RedactSection(BaseModel):
     """Personal data and encoded text redacted from the log, stats, the report and the judge."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # personal = 1 is a typo, not true
 
     personal: bool = Field(
         True,
