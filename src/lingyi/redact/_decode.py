@@ -1,8 +1,8 @@
 """Text hidden in an encoding: base64, hex, URL percent-escapes.
 
 A secret pasted base64-encoded (a config blob, a Basic header), hex-encoded (a dump) or
-URL-encoded (a query string) matches no format as it is. :data:`ENCODED` finds runs that could
-be such an encoding, and :func:`decodings` yields what a run decodes to when that is text
+URL-encoded (a query string) matches no format as it is. :func:`encoded_runs` finds runs that
+could be such an encoding, and :func:`decodings` yields what a run decodes to when that is text
 (printable UTF-8). A commit SHA, a trace id or a ULID decodes to bytes that are no text, so
 it is never mistaken for one: only decoded text is searched.
 """
@@ -15,17 +15,29 @@ import re
 from collections.abc import Iterator
 from urllib.parse import unquote
 
-# base64 (standard or URL-safe) of text mixes upper and lower case; a hex dump of UTF-8 text
-# has no byte 00-08, 0b-0c, 0e-1f or f0-ff; a URL-encoded token has %XX escapes.
-# Each alternative starts only at the start of a run, so a scan stays linear.
-ENCODED = re.compile(
-    r"(?<![A-Za-z0-9+/=_-])(?=[A-Za-z0-9+/_-]{0,512}?[a-z])(?=[A-Za-z0-9+/_-]{0,512}?[A-Z])"
-    r"[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])"
-    r"|(?<![0-9A-Fa-f])(?:[2-9A-Ea-e][0-9A-Fa-f]|0[9AaDd]){8,}(?![0-9A-Fa-f])"
-    r"|(?<![^\s\"'<>])[^\s\"'<>%]*%[0-9A-Fa-f]{2}[^\s\"'<>]*"
-)
+# Runs of the base64 alphabet (hex is inside it), and URL tokens with a %XX escape. A run is
+# looked into when it could be text: base64 of text mixes upper and lower case, hex of UTF-8
+# text has no byte 00-08, 0b-0c, 0e-1f or f0-ff. A ULID (upper case), a SHA (lower case hex,
+# mostly bytes that are no text) rarely qualifies, and decodes to no text when it does.
+_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_URL = re.compile(r"(?<![^\s\"'<>])[^\s\"'<>%]*%[0-9A-Fa-f]{2}[^\s\"'<>]*")
+_TEXT_HEX = re.compile(r"(?:[2-9A-Ea-e][0-9A-Fa-f]|0[9AaDd])+")
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2})+")
 _CONTROL_OK = str.maketrans("", "", "\n\r\t")
+
+
+def encoded_runs(text: str) -> Iterator[re.Match[str]]:
+    """The runs of ``text`` that could be encoded text (base64, hex, URL-encoded)."""
+    for match in _RUN.finditer(text):
+        run = match.group(0)
+        if run.lower() != run != run.upper() or _TEXT_HEX.fullmatch(run):
+            yield match
+    if "%" in text:
+        yield from _URL.finditer(text)
+
+
+def may_be_encoded(text: str) -> bool:
+    return next(encoded_runs(text), None) is not None
 
 
 def decodings(run: str) -> Iterator[str]:

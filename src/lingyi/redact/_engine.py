@@ -28,7 +28,7 @@ from typing import Any
 import ahocorasick
 
 from lingyi.redact._catalog import Catalog, KeyRules, SecretFormat
-from lingyi.redact._decode import ENCODED, decodings
+from lingyi.redact._decode import decodings, encoded_runs, may_be_encoded
 from lingyi.redact._normal import WIDE_COLON, Skeleton, screen, skeleton
 from lingyi.redact._settings import RedactSection
 
@@ -37,13 +37,17 @@ _UNKEYED = b"lingyi-redaction-marker-v1"
 _KEYS = -1  # the automaton's value for a secret key's spelling (not a format index)
 _SHORT = 80  # texts up to this length have their hint pass cached
 _DEPTH = 2  # encodings looked into, one inside the other (base64 of a URL-encoded query)
-_SPLIT = (
-    256  # how far from the edge of two adjacent fields a secret split between them is looked for
-)
+_SPLIT = 256  # how far from the edge of two adjacent fields a split secret is looked for
 # The fields that hold what the caller sent (a record's and a judge request's tool arguments
 # and context): there, two adjacent strings are also read as one, for a secret split in two.
 CALLER_FIELDS = frozenset({"arguments", "tool_arguments", "context", "args"})
 _NUMBER_MARKS = str.maketrans("", "", " ().-")
+# Formats hinted by digits alone (phone, ID and card numbers) run only on a text with nine
+# digits in a row (a separator or two between them allowed), found by one regex instead of
+# the automaton: every record has digits, few have such a run, and the envelope's timestamp
+# (2026-11-24T…) is not one. The screen keeps full-width brackets: （４１５） ５５５-…
+_DIGITS = frozenset("0123456789")
+_NUMBER = re.compile(r"[0-9](?<![A-Za-z0-9][0-9])(?:[ ().\uff08\uff09-]{0,2}[0-9]){8}")
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,12 @@ class Redactor:
         self.decode = settings.decode
         self._hints = ahocorasick.Automaton()
         owners: dict[str, set[int]] = {}
+        self._numeric = frozenset(
+            i for i, f in enumerate(catalog.formats) if set(f.hints) <= _DIGITS
+        )
         for index, fmt in enumerate(catalog.formats):
+            if index in self._numeric:
+                continue  # not in the automaton: every record has digits, each a hit
             for hint in fmt.hints:
                 for spelling in _spellings(hint):
                     owners.setdefault(spelling, set()).add(index)
@@ -110,6 +119,8 @@ class Redactor:
         found: set[int] = set()
         for _, owners in self._hints.iter(screened):
             found |= owners
+        if self._numeric and _NUMBER.search(screened):
+            found |= self._numeric
         return frozenset(found)
 
     def _confirmed(self, body: str) -> set[int]:
@@ -124,7 +135,7 @@ class Redactor:
 
     def may_hold(self, text: str) -> bool:
         """Could ``text`` (a text or a structure's JSON) hold anything this redactor replaces?"""
-        return bool(self._confirmed(text)) or (self.decode and ENCODED.search(text) is not None)
+        return bool(self._confirmed(text)) or (self.decode and may_be_encoded(text))
 
     # --- texts --------------------------------------------------------------------------
 
@@ -139,7 +150,7 @@ class Redactor:
         if only is not None:
             wanted &= set(only)
         formats = [self.catalog.formats[i] for i in sorted(wanted) if i != _KEYS]
-        encoded = self.decode and depth > 0 and ENCODED.search(text) is not None
+        encoded = self.decode and depth > 0 and may_be_encoded(text)
         if not formats and not encoded:
             return []
         form = skeleton(text)
@@ -152,7 +163,7 @@ class Redactor:
         """Encoded runs (base64, hex, URL) whose decoded text holds a secret: each replaced
         whole, hashed as the decoded secret is (so it gets the plain spelling's marker)."""
         found = []
-        for match in ENCODED.finditer(form.text):
+        for match in encoded_runs(form.text):
             start, end = form.span(*match.span())
             if any(f.start < end and start < f.end for f in plain):
                 continue  # found as it is: the plain finding is the more precise one
@@ -201,7 +212,7 @@ class Redactor:
         wanted = self._confirmed("\n".join([body, *_joins(value)]))
         if not keys:
             wanted.discard(_KEYS)
-        if not wanted and not (self.decode and ENCODED.search(body)):
+        if not wanted and not (self.decode and may_be_encoded(body)):
             return value, False
         walk = _Walk(self, wanted, key)
         result = walk.value(value)
@@ -245,7 +256,7 @@ class _Walk:
             return text
         if (done := self._done.get(text)) is None:
             hits = self.redactor.hinted(text) & self.formats
-            look = hits or (self.redactor.decode and ENCODED.search(text) is not None)
+            look = hits or (self.redactor.decode and may_be_encoded(text))
             done = self.redactor.redact_text(text, self.key, hits) if look else text
             self._done[text] = done
             self.changed = self.changed or done != text
