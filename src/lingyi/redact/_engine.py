@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from itertools import pairwise
+from itertools import accumulate
 from typing import Any
 
 import ahocorasick
@@ -37,7 +37,6 @@ _UNKEYED = b"lingyi-redaction-marker-v1"
 _KEYS = -1  # the automaton's value for a secret key's spelling (not a format index)
 _SHORT = 80  # texts up to this length have their hint pass cached
 _DEPTH = 2  # encodings looked into, one inside the other (base64 of a URL-encoded query)
-_SPLIT = 256  # how far from the edge of two adjacent fields a split secret is looked for
 # The fields that hold what the caller sent (a record's and a judge request's tool arguments
 # and context): there, two adjacent strings are also read as one, for a secret split in two.
 CALLER_FIELDS = frozenset({"arguments", "tool_arguments", "context", "args"})
@@ -241,15 +240,18 @@ class _Walk:
         return value
 
     def _split(self, items: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-        """A secret cut in two adjacent fields the caller sent: both halves get its marker."""
-        if not self._caller:
+        """A secret cut across adjacent strings the caller sent: each piece gets its marker.
+        The strings are read joined, once; only a finding that crosses an edge is taken here
+        (one inside a string is the string's own walk)."""
+        if not self._caller or len(items) < 2:
             return items
-        for i in range(len(items) - 1):
-            (ka, a), (kb, b) = items[i], items[i + 1]
-            if isinstance(a, str) and isinstance(b, str) and (found := _across(self, a, b)):
+        texts = [_joinable(v) for _, v in items]
+        edges = list(accumulate(len(t) for t in texts))
+        for f in self.redactor.find("".join(texts)):
+            if any(f.start < edge < f.end for edge in edges[:-1]):
+                texts = _marked(texts, edges, f, marker(f.kind, f.value, self.key))
                 self.changed = True
-                items[i], items[i + 1] = (ka, found[0]), (kb, found[1])
-        return items
+        return [(k, t if isinstance(v, str) else v) for (k, v), t in zip(items, texts, strict=True)]
 
     def _text(self, text: str) -> str:
         if not self.formats and not self.redactor.decode:
@@ -302,18 +304,27 @@ def _chosen(catalog: Catalog, settings: RedactSection) -> Catalog:
     return replace(catalog, formats=formats) if len(formats) != len(catalog.formats) else catalog
 
 
-def _across(walk: _Walk, a: str, b: str) -> tuple[str, str] | None:
-    """``a`` and ``b`` with the secret that starts in one and ends in the other replaced."""
-    left, right = a[-_SPLIT:], b[:_SPLIT]
-    for f in walk.redactor.find(left + right):
-        if f.start < len(left) < f.end:
-            mark = marker(f.kind, f.value, walk.key)
-            return a[: len(a) - len(left) + f.start] + mark, mark + b[f.end - len(left) :]
-    return None
+def _joinable(value: Any) -> str:
+    """A value as it takes part in the joined text: a string itself, anything else a NUL that
+    no format matches across (a number between two strings keeps them apart)."""
+    return value if isinstance(value, str) else "\x00"
+
+
+def _marked(values: list[str], edges: list[int], f: Finding, mark: str) -> list[str]:
+    """``values`` with the part of each that ``f`` covers (in their joined text) replaced."""
+    out, begin = [], 0
+    for value, edge in zip(values, edges, strict=True):
+        if f.start < edge and begin < f.end:
+            head = value[: max(0, f.start - begin)]
+            tail = value[min(len(value), f.end - begin) :] if f.end < edge else ""
+            value = head + mark + tail
+        out.append(value)
+        begin = edge
+    return out
 
 
 def _joins(value: Any) -> Iterator[str]:
-    """The edges of adjacent strings in the caller's fields, joined (for the hint pass)."""
+    """The strings of each object or list in the caller's fields, joined (for the hint pass)."""
     if isinstance(value, dict):
         for k, v in value.items():
             yield from _pairs(v) if k in CALLER_FIELDS else _joins(v)
@@ -323,9 +334,8 @@ def _pairs(value: Any) -> Iterator[str]:
     items = list(value.values()) if isinstance(value, dict) else value
     if not isinstance(items, list):
         return
-    for a, b in pairwise(items):
-        if isinstance(a, str) and isinstance(b, str):
-            yield a[-_SPLIT:] + b[:_SPLIT]
+    if len(items) > 1:
+        yield "".join(_joinable(v) for v in items)
     for v in items:
         yield from _pairs(v)
 
