@@ -174,6 +174,8 @@ CASES: list[Case] = [
     Case("phone_cn", "13812345678", "手机 {s} 联系我"),
     Case("phone_intl", "+44 20 7946 0958", "call {s} in London"),
     Case("phone_us", "(415) 555-2671", "office {s} ext 2"),
+    Case("iban", "DE89 3704 0044 0532 0130 00", "pay to {s} by Friday"),
+    Case("iban_stated", "GB29NWBK60161331926819", "IBAN: {s}, thanks"),
 ]
 
 BY_FORMAT = {case.format: case for case in CASES}

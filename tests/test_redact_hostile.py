@@ -178,6 +178,7 @@ LOOK_ALIKES = [
     "see https://example.com/docs?q=qi%20gong&page=2 and https://user@example.com/",
     "¥1,234,567.89 in Q3, 12,000 users, 10086 and 95588 are service lines",
     "IP 192.168.100.200 port 8080, PID 4242424",
+    "IBAN DE89 3704 0044 0532 0130 01 has a wrong check digit",
     "灵通说v0.16审计已经完成",
 ]
 

@@ -70,6 +70,12 @@ _CARD_BRANDS = re.compile(
 )
 
 
+def _iban(value: str) -> bool:
+    from stdnum import iban
+
+    return bool(iban.is_valid(value))
+
+
 def _card(value: str) -> bool:
     from stdnum import luhn
 
@@ -100,6 +106,7 @@ CHECKS: dict[str, Callable[[str], bool]] = {
     "cn_resident_id": _cn_resident_id,
     "us_ssn": _us_ssn,
     "card": _card,
+    "iban": _iban,
     "phone_cn": _phone("CN"),
     "phone_us": _phone("US"),
     "phone_intl": _phone(None),

@@ -24,12 +24,12 @@ class RedactSection(BaseModel):
     personal: bool = Field(
         True,
         description="Redact personal data (e-mail addresses, phone numbers, Chinese resident "
-        "IDs, US SSNs, card numbers), validated by python-stdnum and phonenumbers.",
+        "IDs, US SSNs, card numbers, IBANs), validated by python-stdnum and phonenumbers.",
     )
     keep: list[str] = Field(
         default_factory=list,
         description='Kinds of personal data written as they are, e.g. ["email"] '
-        "(email, phone, cn_resident_id, us_ssn, card).",
+        "(email, phone, cn_resident_id, us_ssn, card, iban).",
     )
     decode: bool = Field(
         True,
