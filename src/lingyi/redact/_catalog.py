@@ -1,11 +1,11 @@
-"""The catalogue of secret formats and secret argument keys, read from ``formats.toml``.
+"""The catalogue of secret and personal-data formats and secret argument keys (``formats.toml``).
 
 Formats are data: each entry names its kind, the cheap hints that must be present for it to
 run, and its regex. A bad entry (unknown field, a regex that does not compile, a check that
 does not exist, two entries with one id) is refused when the catalogue is loaded, with the
 file, the entry and the field, never at the first record that would have needed it.
 
-The packaged catalogue is the exception for regexes: its 65 patterns are compiled on first use
+The packaged catalogue is the exception for regexes: its 75 patterns are compiled on first use
 (a format runs only when its hints occur, so a one-shot ``lingyi verify`` compiles none or a
 few instead of all, about 25 ms), and a test compiles every one of them instead.
 """
