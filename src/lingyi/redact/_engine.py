@@ -211,7 +211,7 @@ class Redactor:
         wanted = self._confirmed("\n".join([body, *_joins(value)]))
         if not keys:
             wanted.discard(_KEYS)
-        if not wanted and not (self.decode and may_be_encoded(body)):
+        if not wanted and not (self.decode and may_be_encoded(_sent(value, body))):
             return value, False
         walk = _Walk(self, wanted, key)
         result = walk.value(value)
@@ -302,6 +302,26 @@ def _chosen(catalog: Catalog, settings: RedactSection) -> Catalog:
         if not f.personal or (settings.personal and f.kind not in settings.keep)
     )
     return replace(catalog, formats=formats) if len(formats) != len(catalog.formats) else catalog
+
+
+def _sent(value: Any, body: str) -> str:
+    """What a record's caller sent (its content and CALLER_FIELDS), as one text: the encoded
+    runs are looked for there, not in the guard's own fields (ids, hashes, codes), which are
+    most of a record; a structure that is no record is looked at whole (``body``). When a run
+    is found, the walk looks into every string (a reason may quote the content)."""
+    if not isinstance(value, dict) or not ({"content", *CALLER_FIELDS, "tool_call"} & value.keys()):
+        return body
+    parts = [value.get("content"), *(_caller_parts(value))]
+    return "\n".join(json.dumps(p, ensure_ascii=False, default=str) for p in parts if p)
+
+
+def _caller_parts(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in CALLER_FIELDS:
+                yield v
+            elif isinstance(v, dict):
+                yield from _caller_parts(v)
 
 
 def _joinable(value: Any) -> str:
