@@ -295,3 +295,14 @@ def test_the_judges_request_carries_no_personal_data(policies: PolicySet) -> Non
     for datum in ("13812345678", "alice.wang@example.com", "11010519491231002X", blob):
         assert datum not in sent, datum
     assert "4111111111111111" not in sent and "[REDACTED:phone:" in sent
+
+
+def test_an_encoded_secret_is_redacted_wherever_the_record_quotes_it() -> None:
+    """Encoded runs are looked for in what the caller sent; once found there, a reason that
+    quotes the same run is redacted too, and a structure that is no record (an upstream's
+    result) is looked into whole."""
+    blob = base64.b64encode(BY_FORMAT["stripe_key"].sentence.encode()).decode()
+    record = {"content": f"see {blob}", "checks": [{"code": "x", "reason": f"quoted: {blob}"}]}
+    assert blob not in json.dumps(redact_value(record))
+    result = {"structured": {"rows": [{"text": f"row {blob}"}]}}
+    assert blob not in json.dumps(redact_value(result))
