@@ -37,6 +37,8 @@ def encoded_runs(text: str) -> Iterator[re.Match[str]]:
 
 
 def may_be_encoded(text: str) -> bool:
+    if len(text) < 16 and "%" not in text:  # keys, codes, words: most strings of a record
+        return False
     return next(encoded_runs(text), None) is not None
 
 
