@@ -20,6 +20,7 @@ secrets put in each set each redactor left in the written text.
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
 import json
 import statistics
@@ -33,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.secret_cases: the made-up secrets
 
-from tests.secret_cases import BY_FORMAT, ISSUE_FORMATS  # noqa: E402
+from tests.secret_cases import BY_FORMAT, ISSUE_FORMATS, PERSONAL  # noqa: E402
 
 import _baseline_redact as before  # noqa: E402
 import lingyi.log.writer as writer  # noqa: E402
@@ -157,9 +158,26 @@ def leaks(rows: list[Record], step: Callable[[Record], str] | None) -> int:
     """How many of the secrets put in ``rows`` are in what the step writes (``None``: all that
     were put in). Counted in the decoded strings: a PEM block's newlines are escaped in JSON."""
     secrets = [BY_FORMAT[f].secret for f in ISSUE_FORMATS] + ["pw-42"]
+    secrets += [c.secret for c in PERSONAL]
+    secrets += [base64.b64encode(BY_FORMAT[f].sentence.encode()).decode() for f in ISSUE_FORMATS]
     texts = [step(copy.deepcopy(r)) if step else canonical(r) for r in rows]
     found = [s for text in texts for s in _strings(json.loads(text))]
     return sum(text.count(s) for text in found for s in secrets)
+
+
+def personal(rows: list[Record]) -> list[Record]:
+    """Each record with one item of personal data in its content and, in an argument, a
+    secret's sentence base64-encoded (issue 24: the spellings the catalogue did not find)."""
+    out = []
+    for i, row in enumerate(rows):
+        row = copy.deepcopy(row)
+        row["content"] = f"{row.get('content') or ''} {PERSONAL[i % len(PERSONAL)].sentence}"
+        call = row.get("tool_call") or {"name": "search_knowledge", "arguments": {}}
+        case = BY_FORMAT[ISSUE_FORMATS[i % len(ISSUE_FORMATS)]]
+        blob = base64.b64encode(case.sentence.encode()).decode()
+        row["tool_call"] = {**call, "arguments": {**(call.get("arguments") or {}), "blob": blob}}
+        out.append(row)
+    return out
 
 
 def main() -> int:
@@ -168,7 +186,12 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     clean = records()
-    sets = {"no secret": clean, "1 secret": dirty(clean, 1), "5 secrets + key": dirty(clean, 5)}
+    sets = {
+        "no secret": clean,
+        "1 secret": dirty(clean, 1),
+        "5 secrets + key": dirty(clean, 5),
+        "personal + base64 secret": personal(clean),
+    }
     result: dict[str, Any] = {"records": len(clean), "rounds": args.rounds}
     for name, rows in sets.items():
         step_times = paired(rows, (step_before, step_after), args.rounds)

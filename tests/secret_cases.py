@@ -165,6 +165,17 @@ CASES: list[Case] = [
     Case("grafana_token", f"glsa_{rand(ALNUM, 32)}_{rand(HEX, 8)}", "grafana {s}"),
     Case("sentry_token", "sntryu_" + rand(HEX, 64), "sentry {s}"),
     Case("dynatrace_token", f"dt0c01.{rand(ALNUM, 24)}.{rand(ALNUM, 64)}", "dynatrace {s}"),
+    # personal data: made up, but valid by the rules the checks apply (check digit, Luhn, …)
+    Case("email", "alice.wang@example.com", "write to {s} about the report"),
+    Case("cn_resident_id", "11010519491231002X", "身份证号 {s}，请核对"),
+    Case("card_number", "4111 1111 1111 1111", "card {s} exp 12/29"),
+    Case("us_ssn", "536-90-4399", "SSN {s} on file"),
+    Case("us_ssn_stated", "536904399", "my social security number is {s} ok"),
+    Case("phone_cn", "13812345678", "手机 {s} 联系我"),
+    Case("phone_intl", "+44 20 7946 0958", "call {s} in London"),
+    Case("phone_us", "(415) 555-2671", "office {s} ext 2"),
+    Case("iban", "DE89 3704 0044 0532 0130 00", "pay to {s} by Friday"),
+    Case("iban_stated", "GB29NWBK60161331926819", "IBAN: {s}, thanks"),
 ]
 
 BY_FORMAT = {case.format: case for case in CASES}
@@ -174,3 +185,17 @@ ISSUE_FORMATS = (
     "aws_secret", "password_en", "password_zh", "stripe_key", "gcp_api_key", "jwt",
     "basic_auth", "url_credentials", "private_key", "anthropic_key",
 )  # fmt: skip
+
+# The nine items of personal data issue 24 counts (e-mail, phone, resident ID, SSN, card), in
+# the sentences a user would paste them in, Chinese and English.
+PERSONAL: list[Case] = [
+    Case("email", "alice.wang@example.com", "write to {s} about the report"),
+    Case("email", "zhang.san@163.com", "请发邮件到 {s} 确认"),
+    Case("phone_cn", "13812345678", "手机 {s} 联系我"),
+    Case("phone_cn", "010-62345678", "办公室电话 {s}，工作日"),
+    Case("phone_intl", "+1 415-555-2671", "call me at {s} tonight"),
+    Case("cn_resident_id", "11010519491231002X", "身份证号 {s}，请核对"),
+    Case("us_ssn", "536-90-4399", "SSN {s} on file"),
+    Case("card_number", "4111111111111111", "card {s} exp 12/29"),
+    Case("card_number", "6222021234567894", "银联卡号 {s} 已绑定"),
+]

@@ -32,6 +32,7 @@ from pydantic import (
 
 from lingyi._validation import Problem, problems
 from lingyi.errors import ConfigError
+from lingyi.redact import RedactSection, configure
 
 MIN_FIELD_BYTES = 256  # below this a record could not say what it is about
 
@@ -637,6 +638,7 @@ class ConfigFile(_Strict):
     judge: JudgeSection = Field(default_factory=JudgeSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
     approvals: ApprovalsSection = Field(default_factory=ApprovalsSection)
+    redact: RedactSection = Field(default_factory=RedactSection)
     upstreams: list[UpstreamEntry] = Field(
         default_factory=list, description="Upstream MCP servers served through the guard."
     )
@@ -724,6 +726,7 @@ def load_config(explicit: str | Path | None = None, *, log: str | Path | None = 
     """Load the config by the search order and apply the log/council overrides."""
     path, found_by = locate_config(explicit)
     raw = _parse(path)
+    configure(raw.redact)  # what is redacted follows the config that is in use
     base = path.resolve().parent
     log_value, log_origin = _override(log, "--log", "LINGYI_LOG", raw, "log", path)
     council, council_origin = _override(None, "", "LINGYI_COUNCIL", raw, "council", path)

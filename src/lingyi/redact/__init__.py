@@ -1,5 +1,5 @@
-"""Keep secrets out of everything the guard writes: the log, the council record, stats,
-reports and MCP resources.
+"""Keep secrets and personal data out of everything the guard writes: the log, the council
+record, stats, reports, MCP resources and the judge's request (docs/redaction.md).
 
 Content from models is untrusted and may carry keys, tokens and passwords a user pasted; the
 log is read by people every week, and stats and reports are shared further. Redaction is a
@@ -25,15 +25,25 @@ from typing import Any
 
 from lingyi.redact._catalog import Catalog, KeyRules, SecretFormat, load_catalog, parse_catalog
 from lingyi.redact._engine import MARKER, Finding, Redactor, marker
+from lingyi.redact._settings import RedactSection
 
 # The legacy marker of records written before the catalogue; still recognised, never re-redacted.
 MASK = "[REDACTED]"
+_SETTINGS = {"in effect": RedactSection()}
+
+
+def configure(settings: RedactSection) -> None:
+    """Use the ``[redact]`` section of a loaded config from now on (``load_config`` calls it:
+    the log, the council record, stats, the report and the judge all redact through here)."""
+    if settings != _SETTINGS["in effect"]:
+        _SETTINGS["in effect"] = settings
+        default_redactor.cache_clear()
 
 
 @cache
 def default_redactor() -> Redactor:
     """The redactor of the packaged catalogue, built on first use (not at import)."""
-    return Redactor(load_catalog())
+    return Redactor(load_catalog(), _SETTINGS["in effect"])
 
 
 def redact_record(
@@ -87,8 +97,9 @@ def redact(value: Any) -> Any:
 
 
 def may_hold_secret(text: str) -> bool:
-    """Could ``text`` hold a secret (any format's hint or a secret key's spelling in it)?"""
-    return bool(default_redactor().hinted(text))
+    """Could ``text`` hold a secret or personal data (a format's hint, confirmed by its pattern
+    where the format asks for that, a secret key's spelling, or an encoded run)?"""
+    return default_redactor().may_hold(text)
 
 
 __all__ = [
@@ -97,9 +108,11 @@ __all__ = [
     "Catalog",
     "Finding",
     "KeyRules",
+    "RedactSection",
     "Redactor",
     "SecretFormat",
     "clip",
+    "configure",
     "default_redactor",
     "find_secrets",
     "load_catalog",

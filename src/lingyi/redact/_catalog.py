@@ -1,11 +1,11 @@
-"""The catalogue of secret formats and secret argument keys, read from ``formats.toml``.
+"""The catalogue of secret and personal-data formats and secret argument keys (``formats.toml``).
 
 Formats are data: each entry names its kind, the cheap hints that must be present for it to
 run, and its regex. A bad entry (unknown field, a regex that does not compile, a check that
 does not exist, two entries with one id) is refused when the catalogue is loaded, with the
 file, the entry and the field, never at the first record that would have needed it.
 
-The packaged catalogue is the exception for regexes: its 65 patterns are compiled on first use
+The packaged catalogue is the exception for regexes: its 75 patterns are compiled on first use
 (a format runs only when its hints occur, so a one-shot ``lingyi verify`` compiles none or a
 few instead of all, about 25 ms), and a test compiles every one of them instead.
 """
@@ -44,8 +44,73 @@ def _base64_credentials(value: str) -> bool:
     return ":" in text and text.isprintable()
 
 
-# The named tests a format's `check` may ask for (code, because they decode the value).
-CHECKS: dict[str, Callable[[str], bool]] = {"base64_credentials": _base64_credentials}
+def _digits(value: str) -> str:
+    """A number as written (spaces, dashes, dots, brackets), digits and a final X only."""
+    return re.sub(r"[^0-9Xx+]", "", value).upper()
+
+
+def _cn_resident_id(value: str) -> bool:
+    from stdnum.cn import ric  # imported on first use: most records hold no 18-digit number
+
+    return bool(ric.is_valid(_digits(value)))
+
+
+def _us_ssn(value: str) -> bool:
+    from stdnum.us import ssn
+
+    return bool(ssn.is_valid(_digits(value)))
+
+
+# A card brand's leading digits and the lengths it issues (ISO/IEC 7812 ranges of the brands
+# that cover most cards: Visa, Mastercard, Amex, Discover, JCB, UnionPay, Diners).
+_CARD_BRANDS = re.compile(
+    r"4[0-9]{12}(?:[0-9]{3}){0,2}|(?:5[1-5][0-9]{2}|222[1-9]|22[3-9][0-9]|2[3-6][0-9]{2}|27[01][0-9]"
+    r"|2720)[0-9]{12}|3[47][0-9]{13}|(?:6011|65[0-9]{2}|64[4-9][0-9])[0-9]{12,15}"
+    r"|35(?:2[89]|[3-8][0-9])[0-9]{12,15}|62[0-9]{14,17}|3(?:0[0-5]|[68][0-9])[0-9]{11,16}"
+)
+
+
+def _iban(value: str) -> bool:
+    from stdnum import iban
+
+    return bool(iban.is_valid(value))
+
+
+def _card(value: str) -> bool:
+    from stdnum import luhn
+
+    digits = _digits(value)
+    return bool(_CARD_BRANDS.fullmatch(digits)) and bool(luhn.is_valid(digits))
+
+
+def _phone(region: str | None) -> Callable[[str], bool]:
+    def valid(value: str) -> bool:
+        import phonenumbers
+
+        digits = _digits(value)
+        if digits.startswith("00"):  # the international prefix of most of the world
+            digits = "+" + digits[2:]
+        try:
+            number = phonenumbers.parse(digits, region)
+        except phonenumbers.NumberParseException:
+            return False
+        return bool(phonenumbers.is_valid_number(number))
+
+    return valid
+
+
+# The named tests a format's `check` may ask for (code, because they decode or validate the
+# value; the validating is python-stdnum's and phonenumbers', not ours).
+CHECKS: dict[str, Callable[[str], bool]] = {
+    "base64_credentials": _base64_credentials,
+    "cn_resident_id": _cn_resident_id,
+    "us_ssn": _us_ssn,
+    "card": _card,
+    "iban": _iban,
+    "phone_cn": _phone("CN"),
+    "phone_us": _phone("US"),
+    "phone_intl": _phone(None),
+}
 
 
 class _FormatEntry(BaseModel):
@@ -61,6 +126,7 @@ class _FormatEntry(BaseModel):
     check: str | None = None
     trim: str = ""
     confirm: bool = False
+    personal: bool = False
 
     @field_validator("id", "kind")
     @classmethod
@@ -121,6 +187,7 @@ class SecretFormat:
     check: Callable[[str], bool] | None
     trim: str = ""
     confirm: bool = False
+    personal: bool = False  # personal data ([redact] personal, keep), not a secret
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
@@ -185,6 +252,7 @@ def _format(entry: _FormatEntry) -> SecretFormat:
         check=CHECKS[entry.check] if entry.check else None,
         trim=entry.trim,
         confirm=entry.confirm,
+        personal=entry.personal,
     )
 
 

@@ -19,20 +19,34 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any
 
 import ahocorasick
 
 from lingyi.redact._catalog import Catalog, KeyRules, SecretFormat
+from lingyi.redact._decode import decodings, encoded_runs, may_be_encoded
 from lingyi.redact._normal import WIDE_COLON, Skeleton, screen, skeleton
+from lingyi.redact._settings import RedactSection
 
 MARKER = re.compile(r"\[REDACTED(?::[a-z0-9_]{1,32}:[0-9a-f]{6})?\]")
 _UNKEYED = b"lingyi-redaction-marker-v1"
 _KEYS = -1  # the automaton's value for a secret key's spelling (not a format index)
 _SHORT = 80  # texts up to this length have their hint pass cached
+_DEPTH = 2  # encodings looked into, one inside the other (base64 of a URL-encoded query)
+# The fields that hold what the caller sent (a record's and a judge request's tool arguments
+# and context): there, two adjacent strings are also read as one, for a secret split in two.
+CALLER_FIELDS = frozenset({"arguments", "tool_arguments", "context", "args"})
+_NUMBER_MARKS = str.maketrans("", "", " ().-")
+# Formats hinted by digits alone (phone, ID and card numbers) run only on a text with nine
+# digits in a row (a separator or two between them allowed), found by one regex instead of
+# the automaton: every record has digits, few have such a run, and the envelope's timestamp
+# (2026-11-24T…) is not one. The screen keeps full-width brackets: （４１５） ５５５-…
+_DIGITS = frozenset("0123456789")
+_NUMBER = re.compile(r"[0-9](?<![A-Za-z0-9][0-9])(?:[ ().\uff08\uff09-]{0,2}[0-9]){8}")
 
 
 @dataclass(frozen=True)
@@ -65,11 +79,18 @@ def _key_kind(key: str) -> str:
 class Redactor:
     """The catalogue's formats and keys, compiled into one hint automaton."""
 
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
+    def __init__(self, catalog: Catalog, settings: RedactSection | None = None) -> None:
+        settings = settings or RedactSection()
+        self.catalog = catalog = _chosen(catalog, settings)
+        self.decode = settings.decode
         self._hints = ahocorasick.Automaton()
         owners: dict[str, set[int]] = {}
+        self._numeric = frozenset(
+            i for i, f in enumerate(catalog.formats) if set(f.hints) <= _DIGITS
+        )
         for index, fmt in enumerate(catalog.formats):
+            if index in self._numeric:
+                continue  # not in the automaton: every record has digits, each a hit
             for hint in fmt.hints:
                 for spelling in _spellings(hint):
                     owners.setdefault(spelling, set()).add(index)
@@ -97,6 +118,8 @@ class Redactor:
         found: set[int] = set()
         for _, owners in self._hints.iter(screened):
             found |= owners
+        if self._numeric and _NUMBER.search(screened):
+            found |= self._numeric
         return frozenset(found)
 
     def _confirmed(self, body: str) -> set[int]:
@@ -109,9 +132,15 @@ class Redactor:
                 wanted.discard(i)
         return wanted
 
+    def may_hold(self, text: str) -> bool:
+        """Could ``text`` (a text or a structure's JSON) hold anything this redactor replaces?"""
+        return bool(self._confirmed(text)) or (self.decode and may_be_encoded(text))
+
     # --- texts --------------------------------------------------------------------------
 
-    def find(self, text: str, only: Iterable[int] | None = None) -> list[Finding]:
+    def find(
+        self, text: str, only: Iterable[int] | None = None, depth: int = _DEPTH
+    ) -> list[Finding]:
         """Every secret in ``text``, in order, none overlapping another or a marker.
 
         ``only``: the formats the caller's hint pass found (a record's walk); others are skipped.
@@ -120,11 +149,33 @@ class Redactor:
         if only is not None:
             wanted &= set(only)
         formats = [self.catalog.formats[i] for i in sorted(wanted) if i != _KEYS]
-        if not formats:
+        encoded = self.decode and depth > 0 and may_be_encoded(text)
+        if not formats and not encoded:
             return []
         form = skeleton(text)
         found = [f for fmt in formats for f in _matches(fmt, form)]
+        if encoded:
+            found += self._decoded(form, found, depth)
         return _disjoint(found, [m.span() for m in MARKER.finditer(text)])
+
+    def _decoded(self, form: Skeleton, plain: list[Finding], depth: int) -> list[Finding]:
+        """Encoded runs (base64, hex, URL) whose decoded text holds a secret: each replaced
+        whole, hashed as the decoded secret is (so it gets the plain spelling's marker)."""
+        found = []
+        for match in encoded_runs(form.text):
+            start, end = form.span(*match.span())
+            if any(f.start < end and start < f.end for f in plain):
+                continue  # found as it is: the plain finding is the more precise one
+            if (inner := self._inside(match.group(0), depth)) is not None:
+                found.append(replace(inner, start=start, end=end))
+        return found
+
+    def _inside(self, run: str, depth: int) -> Finding | None:
+        for decoded in decodings(run):
+            if inner := self.find(decoded, depth=depth - 1):
+                value = "\x00".join(f.value for f in inner)
+                return Finding(inner[0].kind, 0, 0, f"encoded:{inner[0].format}", value)
+        return None
 
     def redact_text(self, text: str, key: bytes | None = None, only: set[int] | None = None) -> str:
         parts, done = [], 0
@@ -157,10 +208,10 @@ class Redactor:
         """(``value`` redacted, whether anything was replaced); ``value`` itself when not."""
         if body is None:
             body = json.dumps(value, ensure_ascii=False, default=str)
-        wanted = self._confirmed(body)
+        wanted = self._confirmed("\n".join([body, *_joins(value)]))
         if not keys:
             wanted.discard(_KEYS)
-        if not wanted:
+        if not wanted and not (self.decode and may_be_encoded(_sent(value, body))):
             return value, False
         walk = _Walk(self, wanted, key)
         result = walk.value(value)
@@ -176,22 +227,39 @@ class _Walk:
         self.keys = _KEYS in wanted
         self.changed = False
         self._done: dict[str, str] = {}  # a record repeats its keys and words: each once
+        self._caller = 0  # > 0 inside a field the caller sent (CALLER_FIELDS)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
             return self._text(value)
         if isinstance(value, dict):
-            return {self._key(k): self._item(k, v) for k, v in value.items()}
+            items = self._split(list(value.items()))
+            return {self._key(k): self._item(k, v) for k, v in items}
         if isinstance(value, list | tuple):
-            return [self.value(v) for v in value]
+            return [self.value(v) for _, v in self._split(list(enumerate(value)))]
         return value
 
+    def _split(self, items: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """A secret cut across adjacent strings the caller sent: each piece gets its marker.
+        The strings are read joined, once; only a finding that crosses an edge is taken here
+        (one inside a string is the string's own walk)."""
+        if not self._caller or len(items) < 2:
+            return items
+        texts = [_joinable(v) for _, v in items]
+        edges = list(accumulate(len(t) for t in texts))
+        for f in self.redactor.find("".join(texts)):
+            if any(f.start < edge < f.end for edge in edges[:-1]):
+                texts = _marked(texts, edges, f, marker(f.kind, f.value, self.key))
+                self.changed = True
+        return [(k, t if isinstance(v, str) else v) for (k, v), t in zip(items, texts, strict=True)]
+
     def _text(self, text: str) -> str:
-        if not self.formats:
+        if not self.formats and not self.redactor.decode:
             return text
         if (done := self._done.get(text)) is None:
             hits = self.redactor.hinted(text) & self.formats
-            done = self.redactor.redact_text(text, self.key, hits) if hits else text
+            look = hits or (self.redactor.decode and may_be_encoded(text))
+            done = self.redactor.redact_text(text, self.key, hits) if look else text
             self._done[text] = done
             self.changed = self.changed or done != text
         return done
@@ -202,7 +270,12 @@ class _Walk:
     def _item(self, key: Any, value: Any) -> Any:
         if self.keys and isinstance(key, str) and self.redactor.secret_key(key):
             return self.masked(_key_kind(key), value)
-        return self.value(value)
+        caller = key in CALLER_FIELDS
+        self._caller += caller
+        try:
+            return self.value(value)
+        finally:
+            self._caller -= caller
 
     def masked(self, kind: str, value: Any) -> Any:
         """Everything under a secret key is the secret: every string and number in it."""
@@ -221,6 +294,72 @@ class _Walk:
         return marker(kind, skeleton(secret).text, self.key)  # hashed as formats hash theirs
 
 
+def _chosen(catalog: Catalog, settings: RedactSection) -> Catalog:
+    """The catalogue less the personal data that ``[redact]`` keeps as it is."""
+    formats = tuple(
+        f
+        for f in catalog.formats
+        if not f.personal or (settings.personal and f.kind not in settings.keep)
+    )
+    return replace(catalog, formats=formats) if len(formats) != len(catalog.formats) else catalog
+
+
+def _sent(value: Any, body: str) -> str:
+    """What a record's caller sent (its content and CALLER_FIELDS), as one text: the encoded
+    runs are looked for there, not in the guard's own fields (ids, hashes, codes), which are
+    most of a record; a structure that is no record is looked at whole (``body``). When a run
+    is found, the walk looks into every string (a reason may quote the content)."""
+    if not isinstance(value, dict) or not ({"content", *CALLER_FIELDS, "tool_call"} & value.keys()):
+        return body
+    parts = [value.get("content"), *(_caller_parts(value))]
+    return "\n".join(json.dumps(p, ensure_ascii=False, default=str) for p in parts if p)
+
+
+def _caller_parts(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in CALLER_FIELDS:
+                yield v
+            elif isinstance(v, dict):
+                yield from _caller_parts(v)
+
+
+def _joinable(value: Any) -> str:
+    """A value as it takes part in the joined text: a string itself, anything else a NUL that
+    no format matches across (a number between two strings keeps them apart)."""
+    return value if isinstance(value, str) else "\x00"
+
+
+def _marked(values: list[str], edges: list[int], f: Finding, mark: str) -> list[str]:
+    """``values`` with the part of each that ``f`` covers (in their joined text) replaced."""
+    out, begin = [], 0
+    for value, edge in zip(values, edges, strict=True):
+        if f.start < edge and begin < f.end:
+            head = value[: max(0, f.start - begin)]
+            tail = value[min(len(value), f.end - begin) :] if f.end < edge else ""
+            value = head + mark + tail
+        out.append(value)
+        begin = edge
+    return out
+
+
+def _joins(value: Any) -> Iterator[str]:
+    """The strings of each object or list in the caller's fields, joined (for the hint pass)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _pairs(v) if k in CALLER_FIELDS else _joins(v)
+
+
+def _pairs(value: Any) -> Iterator[str]:
+    items = list(value.values()) if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        return
+    if len(items) > 1:
+        yield "".join(_joinable(v) for v in items)
+    for v in items:
+        yield from _pairs(v)
+
+
 @lru_cache(maxsize=4096)
 def _secret_key(rules: KeyRules, key: str) -> bool:
     return rules.is_secret(screen(key))  # the same few keys come back in every record
@@ -237,7 +376,8 @@ def _matches(fmt: SecretFormat, form: Skeleton) -> list[Finding]:
             continue
         if fmt.accepts(value):
             begin, finish = form.span(start, end)
-            found.append(Finding(fmt.kind, begin, finish, fmt.id, value))
+            hashed = value.translate(_NUMBER_MARKS).lower() if fmt.personal else value
+            found.append(Finding(fmt.kind, begin, finish, fmt.id, hashed))
     return found
 
 
