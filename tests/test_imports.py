@@ -23,16 +23,17 @@ from tests.test_server import MISMATCHES, _edit, deploy, own_policies
 
 # Top-level packages of the server stack and the HTTP clients.
 SERVER_STACK = ("mcp", "mcp_types", "starlette", "sse_starlette", "uvicorn", "httpx", "httpx2")
-# Loaded only by what needs them: the git backend, the judge, an answer's Markdown parser,
-# telemetry ([telemetry] enabled; "google" is its protobuf).
-ON_DEMAND = ("git", "anthropic", "markdown_it", "opentelemetry", "google")
+# Loaded only by what needs them: the git backend, the judge, telemetry ([telemetry] enabled;
+# "google" is its protobuf). (markdown-it is not here: every check reads a text's Markdown
+# structure, lingyi.checks._structure.)
+ON_DEMAND = ("git", "anthropic", "opentelemetry", "google")
 # What the stdio server does not need to answer its first request: GitPython (the first git
 # call), jsonschema (the first tool call checked), HTTP clients of lingyi's own (a trace
-# backend, when configured), the judge, Markdown (an answer), filelock (the first record
+# backend, when configured), the judge, filelock (the first record
 # appended: the log's start-up check reads its tail without the lock). (uvicorn, Starlette and the
 # OpenTelemetry API are not here: the SDK's own server modules import them, for a bare server
 # just the same; our telemetry's SDK and exporter are "google" — protobuf — and beyond.)
-NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "markdown_it", "google", "filelock")
+NOT_AT_START = ("git", "jsonschema", "httpx", "anthropic", "google", "filelock")
 # lingyi's own server modules a stdio serve of the shipped config does not need before it
 # answers: the gateway (only with [[upstreams]] configured, which the shipped config has none
 # of). The others (approvals, telemetry, listchanged, notifications, resources, sessions,
@@ -103,7 +104,7 @@ def test_cli_commands_do_not_load_the_server_stack(
 ) -> None:
     """verify (facts and tool calls, approved and rejected, zh and en), replay, stats, report
     and log run without importing the MCP SDK, Starlette, uvicorn, httpx, GitPython (no git
-    tool is involved), the judge's client, markdown-it (no answer is verified) or OpenTelemetry
+    tool is involved), the judge's client or OpenTelemetry
     (telemetry is off); verify, replay and log run without structlog and asyncio (nothing is
     logged); verify without the replay modules."""
     out = str(tmp_path / "reports")

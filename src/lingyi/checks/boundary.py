@@ -626,7 +626,28 @@ def _held(ctx: CheckContext, params: DomainParams, query: str) -> list[str]:
     lookup = ctx.services.lookups.get(params.lookup) if params.lookup else None
     if lookup is None or not query.strip():
         return []
-    return [e.id for e in lookup(query)][:_HELD_LIMIT]
+    held = [e.id for e in lookup(query) if _covers(query, f"{e.title} {e.snippet or ''}")]
+    return held[:_HELD_LIMIT]
+
+
+_WORDS = re.compile(r"[a-z0-9]{3,}|[\u4e00-\u9fff]+")
+
+
+def _words(text: str) -> set[str]:
+    """Latin words of three letters or more, and the character pairs of Chinese runs."""
+    out: set[str] = set()
+    for word in _WORDS.findall(text):
+        pairs = [word[i : i + 2] for i in range(len(word) - 1)] if word[0] > "~" else [word]
+        out.update(pairs or [word])
+    return out
+
+
+def _covers(query: str, document: str) -> bool:
+    """A document is about the query when it holds half of its words, at least: a search
+    engine's hit on one common word ("best" in "the method works best") is not."""
+    words = _words(query)
+    text = canonical_text(document)
+    return bool(words) and 2 * sum(w in text for w in words) >= len(words)
 
 
 def _restricted(ctx: CheckContext, allowed: list[str]) -> Fallback | None:
