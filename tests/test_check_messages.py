@@ -214,7 +214,7 @@ WORDING = [
         _fact("The experiment shows variant B has higher accuracy", session="s8"),
         "evidence.subject_supported",
         "reason",
-        "a fact about data with no related evidence in this session",
+        "a fact about data and experiments with no related evidence in this session",
     ),
     (
         "zh",

@@ -21,18 +21,22 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # may import its own layer and those below, never one above. Two chains meet in ``guard``:
 # base < text < policy < checks < kinds < plan < layer, and base < redact < log < stats.
 LAYERS: dict[str, int] = {
-    # base: data types, errors, texts, ids, paths, the config, the record of the council
+    # base: data types, errors, texts, ids, paths
     **dict.fromkeys(
         (
             "__init__", "_ids", "_locks",
-            "_logging", "_regex", "_validation", "config", "config_paths", "errors", "kinds",
-            "messages", "models", "paths", "telemetry", "backends",
+            "_logging", "_regex", "_validation", "errors", "kinds",
+            "messages", "models", "paths", "backends",
         ),
         0,
     ),
     "text": 1,
     "redact": 1,
     "policy": 2,
+    # the deployment's config, which names what redaction does ([redact]), and what reads it
+    "config": 2,
+    "config_paths": 2,
+    "telemetry": 2,
     "log": 2,
     "store": 2,  # the index beside the log: its readers (appeals, query) and the log are one layer
     "ledger": 2,  # the session evidence, indexed on canonical text
