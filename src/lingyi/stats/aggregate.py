@@ -23,7 +23,8 @@ from lingyi.redact import clip, redact_text
 from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.judge import JudgeFigures
 from lingyi.stats.window import Window
-from lingyi.store import Summary
+from lingyi.store import Store, Summary, WindowCounts
+from lingyi.store.latency import finite_ms
 
 DECISIONS: tuple[str, ...] = ("approved", "rejected", "fallback")
 _DEC_INDEX = {name: i for i, name in enumerate(DECISIONS)}
@@ -108,11 +109,28 @@ def _add(a: Tally, b: Tally) -> Tally:
     return [x + y for x, y in zip(a, b, strict=True)]
 
 
-def _bump(table: dict[str, Tally], key: str, index: int) -> None:
+def _bump(table: dict[str, Tally], key: str, index: int, n: int = 1) -> None:
     tally = table.get(key)
     if tally is None:
         tally = table[key] = [0, 0, 0]
-    tally[index] += 1
+    tally[index] += n
+
+
+_UNEXPLAINED = "(no failed check)"  # a rejection no failed blocking check explains
+
+
+def _reason_of(record: dict[str, Any], code: str) -> str | None:
+    """The reason a rejection gives for ``code``: its first blocking failed check of that
+    code, or the record's own reason for :data:`_UNEXPLAINED`; None if it is not text."""
+    if code == _UNEXPLAINED:
+        reason = record.get("reason")
+        return reason if isinstance(reason, str) else None
+    for check in record.get("checks") or []:
+        if (isinstance(check, dict) and check.get("passed") is False
+                and str(check.get("code")) == code and check.get("on_fail") not in _NOT_REJECTING
+                and isinstance(check.get("reason"), str)):  # fmt: skip
+            return str(check["reason"])
+    return None
 
 
 @dataclass
@@ -156,17 +174,6 @@ class Appeals:
         ]
 
 
-def _finite_ms(value: object) -> float | None:
-    """A latency in ms, or None: not a number (bool, text), NaN, infinite or absurdly big."""
-    if value.__class__ not in (int, float):  # not bool
-        return None
-    try:
-        ms = float(value)
-    except OverflowError:  # an integer beyond any float
-        return None
-    return ms if -1e300 < ms < 1e300 else None  # also False for NaN
-
-
 # --------------------------------------------------------------------------- counters
 
 
@@ -183,7 +190,6 @@ class Counters:
         self.intercepted: Counter[str] = Counter({i.name: 0 for i in INTERCEPTS})
         self.reject_codes: Counter[str] = Counter()
         self.reject_examples: dict[str, str] = {}
-        self.reject_lines: dict[str, int] = {}  # each example's line: the earliest one wins
         self.latency = LatencyHistogram()
         self.member_latency: dict[str, LatencyHistogram] = {}
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
@@ -226,6 +232,12 @@ class Counters:
             if failed or index == REJECTED:
                 self._failures(record, failed, index, lineno)
         self._latency(member, record.get("latency_ms"))
+        self.flagged(record, index, failed)
+        return seen
+
+    def flagged(self, record: dict[str, Any], index: int, failed: list[dict[str, Any]]) -> None:
+        """The figures read from a record's body: its judge trace, its shadow decision, its
+        uncertain checks (``failed``: its failed checks)."""
         if "judge" in record:
             self.judge.feed(record)
         if "shadow" in record:
@@ -233,7 +245,6 @@ class Counters:
         if unsure := record.get("uncertain"):
             self.uncertain[index] += 1
             self.uncertain_codes.update(str(code) for code in unsure)
-        return seen
 
     def _checked(self, checks: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
         """Count every check that ran; return their codes and the failed checks (the hot
@@ -263,14 +274,13 @@ class Counters:
                 self._reject_reason(code, check.get("reason"), lineno)
         self.intercepted.update(hit)
         if index == REJECTED and not blocking:  # e.g. an older record without checks
-            self._reject_reason("(no failed check)", record.get("reason"), lineno)
+            self._reject_reason(_UNEXPLAINED, record.get("reason"), lineno)
 
     def _reject_reason(self, code: str, reason: object, lineno: int) -> None:
         self.reject_codes[code] += 1
         if code not in self.reject_examples and isinstance(reason, str):
             # Redacted before it is cut: a key cut in half no longer looks like a key.
             self.reject_examples[code] = clip(redact_text(reason), 200)
-            self.reject_lines[code] = lineno
 
     def _intercepts_of(self, code: str) -> tuple[str, ...]:
         names = self._intercept_cache.get(code)
@@ -280,7 +290,7 @@ class Counters:
         return names
 
     def _latency(self, member: str, value: object) -> None:
-        ms = _finite_ms(value)
+        ms = finite_ms(value)
         if ms is None:
             return
         bucket = LatencyHistogram.bucket_of(ms)
@@ -364,6 +374,69 @@ class Aggregator(Counters):
         if seen is not None:
             self._by_member_code(member, index, *seen)
         self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
+
+    def from_index(self, store: Store) -> None:
+        """Count the window's verifications from the index: the counts by SQL
+        (:meth:`Store.counts`), the body read only for what needs it (flagged records, the
+        example of each rejection reason). The same figures as :meth:`verification` fed
+        every verification of the window (``tests/test_stats_sql.py``)."""
+        counts = store.counts(self.start_key, self.end_key, self.member, self.day_keys)
+        self._decisions(counts)
+        self._checks(counts)
+        for member, bucket, n, ns, low, high in counts.latencies:
+            self.latency.add_bucket(bucket, n, ns, low, high)
+            histogram = self.member_latency.setdefault(member, LatencyHistogram())
+            histogram.add_bucket(bucket, n, ns, low, high)
+        for _, record in store.verifications(self.start_key, self.end_key, self.member,
+                                             flagged=True):  # fmt: skip
+            self._flagged_row(record)
+        self._examples(store)
+
+    def _decisions(self, counts: WindowCounts) -> None:
+        groups = self.groups
+        for member, kind, tool, decision, day, n in counts.decisions:
+            index = _DEC_INDEX[decision]
+            self.totals[index] += n
+            self.day_tallies[day][index] += n
+            _bump(groups["member"], member, index, n)
+            _bump(groups["type"], kind, index, n)
+            if tool is not None:
+                _bump(groups["tool"], tool, index, n)
+
+    def _checks(self, counts: WindowCounts) -> None:
+        for member, code, decision, ran, failed, blocking in counts.checks:
+            index = _DEC_INDEX[decision]
+            self.checked[code] += ran
+            self.member_checked.setdefault(member, Counter())[code] += ran
+            if failed:
+                _bump(self.groups["code"], code, index, failed)
+                _bump(self.member_codes.setdefault(member, {}), code, index, failed)
+            if blocking and index == REJECTED:
+                self.reject_codes[code] += blocking
+        if counts.unexplained:
+            self.reject_codes[_UNEXPLAINED] += counts.unexplained
+        hits: dict[int, set[str]] = {}
+        for line, code in counts.failed:  # an intercept counts a verification once
+            hits.setdefault(line, set()).update(self._intercepts_of(code))
+        for names in hits.values():
+            self.intercepted.update(names)
+
+    def _flagged_row(self, record: dict[str, Any]) -> None:
+        checks = record.get("checks")
+        failed = [c for c in checks if isinstance(c, dict) and c.get("passed") is False] if (
+            isinstance(checks, list)) else []  # fmt: skip
+        self.flagged(record, _DEC_INDEX[str(record.get("decision"))], failed)
+
+    def _examples(self, store: Store) -> None:
+        """The example of each rejection reason: the first one in log order that has one."""
+        for code in self.reject_codes:
+            rows = store.rejections(self.start_key, self.end_key, self.member,
+                                    None if code == _UNEXPLAINED else code)  # fmt: skip
+            for _, record in rows:
+                reason = _reason_of(record, code)
+                if reason is not None:
+                    self.reject_examples[code] = clip(redact_text(reason), 200)
+                    break
 
     def approval(self, record: dict[str, Any]) -> None:
         """An approval event in the window (by its own ts), of the member asked for."""

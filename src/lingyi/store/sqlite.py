@@ -24,7 +24,7 @@ import hmac
 import json
 import os
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +38,12 @@ from lingyi.log.reader import LogLine, decode_line, loads, open_log, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind
 from lingyi.store.anchor import read_checkpoints
 from lingyi.store.base import Row, Summary
+from lingyi.store.counts import WindowCounts, rejections_sql, window_counts
+from lingyi.store.latency import latency_columns
 
 log = get_logger(__name__)
 
-INDEX_VERSION = 1  # the tables' layout; another version is rebuilt
+INDEX_VERSION = 2  # the tables' layout; an index of another version is rebuilt
 MAX_EXAMPLES = 20  # problems listed in the summary; the counts stay exact
 _BATCH = 1000  # lines per executemany (memory holds one batch of rows)
 _DECISIONS = ("approved", "rejected", "fallback")
@@ -52,8 +54,11 @@ CREATE TABLE IF NOT EXISTS records (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, ts TEXT, hash TEXT, body BLOB);
 CREATE TABLE IF NOT EXISTS links (line INTEGER PRIMARY KEY, seq INTEGER, hash TEXT);
 CREATE TABLE IF NOT EXISTS verifications (
-    line INTEGER PRIMARY KEY, ts TEXT, member TEXT, decision TEXT, type TEXT, tool TEXT);
-CREATE TABLE IF NOT EXISTS checks (line INTEGER, code TEXT, passed INTEGER, on_fail TEXT);
+    line INTEGER PRIMARY KEY, ts TEXT, member TEXT, decision TEXT, type TEXT, tool TEXT,
+    tooled INTEGER, checked INTEGER, flagged INTEGER, ms REAL, bucket INTEGER, ns);
+CREATE TABLE IF NOT EXISTS checks (
+    ts TEXT, line INTEGER, pos INTEGER, member TEXT, decision TEXT, code TEXT,
+    failed INTEGER, blocking INTEGER, PRIMARY KEY (ts, line, pos)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS appeals (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, appeal_of TEXT, appeal_id TEXT, outcome TEXT);
 CREATE TABLE IF NOT EXISTS approvals (
@@ -61,24 +66,23 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE TABLE IF NOT EXISTS outcomes (
     line INTEGER PRIMARY KEY, ts TEXT, member TEXT, tool TEXT, status TEXT);
 """
+# The rows of a batch's checks, made from the records' bodies by SQLite's JSON functions (in
+# C: most of the cost of a build, were it done row by row here), with their verification's
+# ts, member and decision, so that a window's counts need no join. Only verifications with
+# a valid decision (a ts) have them: the others are in no window. ``code`` is the text
+# Python's ``str`` gives it (``lingyi_str`` for what is not a JSON string).
+_CHECKS_FROM_BODY = """INSERT INTO checks SELECT v.ts, v.line, c.key, v.member, v.decision,
+        CASE json_type(c.value, '$.code') WHEN 'text' THEN json_extract(c.value, '$.code')
+             ELSE lingyi_str(json_type(c.value, '$.code'), json_extract(c.value, '$.code'))
+        END,
+        json_type(c.value, '$.passed') IS 'false',
+        json_type(c.value, '$.passed') IS 'false'
+            AND COALESCE(json_extract(c.value, '$.on_fail') IN ('warn', 'fallback'), 0) = 0
+    FROM verifications AS v JOIN records AS r USING (line),
+         json_each(CAST(r.body AS TEXT), '$.checks') AS c
+    WHERE v.line BETWEEN ? AND ? AND v.ts IS NOT NULL AND v.checked AND c.type = 'object'"""
 # Made after a build from the first line (sorting once is much cheaper than keeping them
 # sorted row by row), and dropped before one.
-# The rows of a batch's verifications and their checks, made from the records' bodies by
-# SQLite's JSON functions (in C: most of the cost of a build, were it done row by row here).
-# A verification without a valid decision gets no ts: it is in no window.
-_FROM_BODY = (
-    """INSERT INTO verifications SELECT line,
-        CASE WHEN json_extract(j, '$.decision') IN ('approved', 'rejected', 'fallback')
-             THEN ts END,
-        json_extract(j, '$.member'), json_extract(j, '$.decision'), json_extract(j, '$.type'),
-        json_extract(j, '$.tool_call.name')
-    FROM (SELECT line, ts, CAST(body AS TEXT) AS j FROM records
-          WHERE line BETWEEN ? AND ? AND kind = 'verification')""",
-    """INSERT INTO checks SELECT r.line, json_extract(c.value, '$.code'),
-        json_extract(c.value, '$.passed') IS 1, json_extract(c.value, '$.on_fail')
-    FROM records AS r, json_each(CAST(r.body AS TEXT), '$.checks') AS c
-    WHERE r.line BETWEEN ? AND ? AND r.kind = 'verification' AND c.type = 'object'""",
-)
 _INDEXES = {
     "records_id": "records (id)",
     "links_seq": "links (seq)",
@@ -285,13 +289,26 @@ class SqliteStore:
         for line, body in self.db.execute(sql, params):
             yield line, loads(body)
 
-    def verifications(self, start: str, end: str, member: str | None = None) -> Iterator[Row]:
+    def verifications(
+        self, start: str, end: str, member: str | None = None, *, flagged: bool = False
+    ) -> Iterator[Row]:
         who = "" if member is None else " AND v.member = ?"
+        who += " AND v.flagged" if flagged else ""
         sql = (
             "SELECT v.line, r.body FROM verifications v JOIN records r USING (line) "
             f"WHERE v.ts >= ? AND v.ts < ?{who} ORDER BY v.line"
         )
         return self._rows(sql, (start, end) if member is None else (start, end, member))
+
+    def counts(
+        self, start: str, end: str, member: str | None, day_keys: Sequence[str]
+    ) -> WindowCounts:
+        return window_counts(self.db, start, end, member, day_keys)
+
+    def rejections(
+        self, start: str, end: str, member: str | None, code: str | None
+    ) -> Iterator[Row]:
+        return self._rows(*rejections_sql(start, end, member, code))
 
     def records(
         self, kinds: Collection[str] | None = None, *, newest_first: bool = False
@@ -373,7 +390,7 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, bool]:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA cache_size=-65536")  # 64 MiB: a build touches many pages
-        db.executescript(_SCHEMA)
+        _prepare(db)
         return db, False
     except (OSError, sqlite3.Error) as exc:
         log.info("store.in_memory", index=str(path), error=str(exc))
@@ -382,8 +399,23 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, bool]:
 
 def _memory() -> sqlite3.Connection:
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    db.executescript(_SCHEMA)
+    _prepare(db)
     return db
+
+
+def _prepare(db: sqlite3.Connection) -> None:
+    db.executescript(_SCHEMA)
+    db.create_function("lingyi_str", 2, _python_str, deterministic=True)
+
+
+def _python_str(kind: str | None, value: object) -> str:
+    """What Python's ``str`` gives a JSON value that is not a string (``json_type`` ``kind``:
+    a check's code written as a number, ``true`` or an object is counted under that text)."""
+    if kind in (None, "null", "true", "false"):
+        return {"true": "True", "false": "False"}.get(str(kind), "None")
+    if kind in ("object", "array"):
+        return str(loads(str(value).encode()))
+    return str(value)
 
 
 def _verifier(state: _State, keys: KeyRing | None) -> ChainVerifier:
@@ -470,10 +502,23 @@ class _Batch:
             self.state.other_kinds[kind] = self.state.other_kinds.get(kind, 0) + 1
 
     def _verification(self, lineno: int, ts: str | None, record: dict[str, Any]) -> None:
-        """Its row and its checks' rows are made by SQLite from the record (:data:`_FROM_BODY`)."""
-        if ts is not None and record.get("decision") not in _DECISIONS:
+        """Its row, with what the counts group by; its checks' rows are made by SQLite from
+        the record (:data:`_CHECKS_FROM_BODY`)."""
+        get = record.get
+        decision = get("decision")
+        if ts is not None and decision not in _DECISIONS:
             self.state.invalid += 1
-            self.example(lineno, record.get("id"), "no valid decision")
+            self.example(lineno, get("id"), "no valid decision")
+            ts = None  # in no window
+        tool = get("tool_call")
+        tooled = isinstance(tool, dict)
+        name = _text(tool.get("name")) if isinstance(tool, dict) else None
+        # Read from the body by the stats, for only the records that have them.
+        flagged = "judge" in record or "shadow" in record or bool(get("uncertain"))
+        self.rows["verifications"].append(
+            (lineno, ts, _text(get("member")), _text(decision), _text(get("type")), name,
+             tooled, isinstance(get("checks"), list), flagged, *latency_columns(get("latency_ms")))
+        )  # fmt: skip
         self.verifications = True
 
     def flush(self, db: sqlite3.Connection) -> None:
@@ -483,8 +528,7 @@ class _Batch:
                 db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
         if self.verifications:
             span = (self.rows["records"][0][0], self.rows["records"][-1][0])
-            for sql in _FROM_BODY:
-                db.execute(sql, span)
+            db.execute(_CHECKS_FROM_BODY, span)
         for rows in self.rows.values():
             rows.clear()
         self.count, self.verifications = 0, False
