@@ -118,8 +118,8 @@ def mixed_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _python(store: Store, agg: Aggregator) -> Aggregator:
-    for line, record in store.verifications(agg.start_key, agg.end_key, agg.member):
-        agg.verification(line, record)
+    for _, record in store.verifications(agg.start_key, agg.end_key, agg.member):
+        agg.verification(record)
     return agg
 
 

@@ -2,10 +2,12 @@
 
 :class:`Counters` are the figures of a set of verifications (per decision, member,
 assertion type, tool and check code, intercepts, rejection reasons, a latency histogram per
-member), counted by one method, :meth:`Counters.count`. The :class:`Aggregator` counts one
-window: its verifications, approvals, outcomes and appeals, as the index
-(:mod:`lingyi.store`) gives them (authenticated records only, in log order). Memory depends
-on how many members, tools and codes exist, never on how many records the window holds.
+member). The :class:`Aggregator` counts one window: its verifications, approvals, outcomes
+and appeals, as the index (:mod:`lingyi.store`) gives them (authenticated records only, in
+log order). The verifications' counts are SQL over the index (:meth:`Aggregator.from_index`,
+what the stats run); :meth:`Counters.count` counts one record in Python, the definition the
+SQL counts are held to (``tests/test_stats_sql.py``). Memory depends on how many members,
+tools and codes exist, never on how many records the window holds.
 :func:`integrity_json` is what the index found wrong with the log as a whole.
 """
 
@@ -209,7 +211,7 @@ class Counters:
         self.outcomes.setdefault(tool, Counter())[status] += 1
 
     def count(
-        self, record: dict[str, Any], member: str, index: int, lineno: int
+        self, record: dict[str, Any], member: str, index: int
     ) -> tuple[list[str], list[dict[str, Any]]] | None:
         """Count one verification of ``member`` whose decision is ``DECISIONS[index]``;
         returns the codes of its checks that ran and its failed checks (None: no checks
@@ -230,7 +232,7 @@ class Counters:
             seen = self._checked(checks)
             failed = seen[1]
             if failed or index == REJECTED:
-                self._failures(record, failed, index, lineno)
+                self._failures(record, failed, index)
         self._latency(member, record.get("latency_ms"))
         self.flagged(record, index, failed)
         return seen
@@ -260,7 +262,7 @@ class Counters:
         return codes, failed
 
     def _failures(
-        self, record: dict[str, Any], failed: list[dict[str, Any]], index: int, lineno: int
+        self, record: dict[str, Any], failed: list[dict[str, Any]], index: int
     ) -> None:
         hit: set[str] = set()
         blocking = False
@@ -271,12 +273,12 @@ class Counters:
                 hit.update(self._intercepts_of(code))
             if index == REJECTED and check.get("on_fail") not in _NOT_REJECTING:
                 blocking = True
-                self._reject_reason(code, check.get("reason"), lineno)
+                self._reject_reason(code, check.get("reason"))
         self.intercepted.update(hit)
         if index == REJECTED and not blocking:  # e.g. an older record without checks
-            self._reject_reason(_UNEXPLAINED, record.get("reason"), lineno)
+            self._reject_reason(_UNEXPLAINED, record.get("reason"))
 
-    def _reject_reason(self, code: str, reason: object, lineno: int) -> None:
+    def _reject_reason(self, code: str, reason: object) -> None:
         self.reject_codes[code] += 1
         if code not in self.reject_examples and isinstance(reason, str):
             # Redacted before it is cut: a key cut in half no longer looks like a key.
@@ -363,14 +365,14 @@ class Aggregator(Counters):
     def _of_member(self, record: dict[str, Any]) -> bool:
         return self.member is None or record.get("member") == self.member
 
-    def verification(self, lineno: int, record: dict[str, Any]) -> None:
-        """Count one verification (the index gives those of the window, with a decision)."""
+    def verification(self, record: dict[str, Any]) -> None:
+        """Count one verification record in Python (what :meth:`from_index` must equal)."""
         key = self._in_window(record.get("ts"))
         index = _DEC_INDEX.get(str(record.get("decision")))
         if key is None or index is None or not self._of_member(record):
             return
         member = str(record.get("member"))
-        seen = self.count(record, member, index, lineno)
+        seen = self.count(record, member, index)
         if seen is not None:
             self._by_member_code(member, index, *seen)
         self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
