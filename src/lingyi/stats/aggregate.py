@@ -261,9 +261,7 @@ class Counters:
         _count(self.checked, codes)  # counted in C
         return codes, failed
 
-    def _failures(
-        self, record: dict[str, Any], failed: list[dict[str, Any]], index: int
-    ) -> None:
+    def _failures(self, record: dict[str, Any], failed: list[dict[str, Any]], index: int) -> None:
         hit: set[str] = set()
         blocking = False
         for check in failed:
