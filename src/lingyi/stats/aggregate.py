@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from lingyi.log.reader import loads
 from lingyi.log.records import normalise_ts, ts_key
 from lingyi.redact import clip, redact_text
 from lingyi.stats.histogram import LatencyHistogram
@@ -382,7 +383,7 @@ class Aggregator(Counters):
         every verification of the window (``tests/test_stats_sql.py``)."""
         counts = store.counts(self.start_key, self.end_key, self.member, self.day_keys)
         self._decisions(counts)
-        self._checks(counts)
+        first = self._checks(counts)
         for member, bucket, n, ns, low, high in counts.latencies:
             self.latency.add_bucket(bucket, n, ns, low, high)
             histogram = self.member_latency.setdefault(member, LatencyHistogram())
@@ -390,7 +391,7 @@ class Aggregator(Counters):
         for _, record in store.verifications(self.start_key, self.end_key, self.member,
                                              flagged=True):  # fmt: skip
             self._flagged_row(record)
-        self._examples(store)
+        self._examples(store, first)
 
     def _decisions(self, counts: WindowCounts) -> None:
         groups = self.groups
@@ -403,23 +404,32 @@ class Aggregator(Counters):
             if tool is not None:
                 _bump(groups["tool"], tool, index, n)
 
-    def _checks(self, counts: WindowCounts) -> None:
-        for member, code, decision, ran, failed, blocking in counts.checks:
+    def _checks(self, counts: WindowCounts) -> dict[str, int]:
+        """Count the checks that ran and those that failed; the first line of each
+        rejection reason (where its example is looked for)."""
+        for member, ran, n in counts.ran:
+            checked = self.member_checked.setdefault(member, Counter())
+            for code in loads(ran):
+                self.checked[code] += n
+                checked[code] += n
+        first: dict[str, int] = {}
+        for member, code, decision, failed, blocking, line in counts.failed:
             index = _DEC_INDEX[decision]
-            self.checked[code] += ran
-            self.member_checked.setdefault(member, Counter())[code] += ran
-            if failed:
-                _bump(self.groups["code"], code, index, failed)
-                _bump(self.member_codes.setdefault(member, {}), code, index, failed)
-            if blocking and index == REJECTED:
+            _bump(self.groups["code"], code, index, failed)
+            _bump(self.member_codes.setdefault(member, {}), code, index, failed)
+            if blocking and index == REJECTED and line is not None:
                 self.reject_codes[code] += blocking
-        if counts.unexplained:
-            self.reject_codes[_UNEXPLAINED] += counts.unexplained
+                first[code] = min(first.get(code, line), line)
+        unexplained, line = counts.unexplained
+        if unexplained and line is not None:
+            self.reject_codes[_UNEXPLAINED] += unexplained
+            first[_UNEXPLAINED] = line
         hits: dict[int, set[str]] = {}
-        for line, code in counts.failed:  # an intercept counts a verification once
+        for line, code in counts.blocked:  # an intercept counts a verification once
             hits.setdefault(line, set()).update(self._intercepts_of(code))
         for names in hits.values():
             self.intercepted.update(names)
+        return first
 
     def _flagged_row(self, record: dict[str, Any]) -> None:
         checks = record.get("checks")
@@ -427,12 +437,12 @@ class Aggregator(Counters):
             isinstance(checks, list)) else []  # fmt: skip
         self.flagged(record, _DEC_INDEX[str(record.get("decision"))], failed)
 
-    def _examples(self, store: Store) -> None:
+    def _examples(self, store: Store, first: dict[str, int]) -> None:
         """The example of each rejection reason: the first one in log order that has one."""
-        for code in self.reject_codes:
-            rows = store.rejections(self.start_key, self.end_key, self.member,
-                                    None if code == _UNEXPLAINED else code)  # fmt: skip
-            for _, record in rows:
+        for code, line in first.items():
+            which = None if code == _UNEXPLAINED else code
+            for _, record in store.rejections(self.start_key, self.end_key, self.member,
+                                              which, line):  # fmt: skip
                 reason = _reason_of(record, code)
                 if reason is not None:
                     self.reject_examples[code] = clip(redact_text(reason), 200)

@@ -68,10 +68,10 @@ class Store(Protocol):
         ...
 
     def rejections(
-        self, start: str, end: str, member: str | None, code: str | None
+        self, start: str, end: str, member: str | None, code: str | None, first: int = 0
     ) -> Iterator[Row]:
         """The window's rejections a blocking failed check of ``code`` explains (None: that
-        none explains), in log order."""
+        none explains), in log order, from line ``first`` on."""
         ...
 
     def records(

@@ -27,10 +27,12 @@ class WindowCounts:
     decisions: list[tuple[str, str, str | None, str, int, int]]
     # member, bucket (None: below 1 µs), n, sum of ns, min ms, max ms
     latencies: list[tuple[str, int | None, int, int, float, float]]
-    # member, code, decision, ran, failed, failed and blocking (could have rejected)
-    checks: list[tuple[str, str, str, int, int, int]]
-    failed: list[tuple[int, str]]  # line, code: failed checks of blocked verifications
-    unexplained: int  # rejected with a checks list and no failed blocking check
+    ran: list[tuple[str, bytes, int]]  # member, the codes of the checks (JSON array), n
+    # member, code, decision, failed, failed and blocking (could have rejected), the first
+    # line of a rejection it explains
+    failed: list[tuple[str, str, str, int, int, int | None]]
+    blocked: list[tuple[int, str]]  # line, code: failed checks of blocked verifications
+    unexplained: tuple[int, int | None]  # rejections no failed blocking check explains, first
 
 
 def _window(start: str, end: str, member: str | None) -> tuple[str, tuple[Any, ...]]:
@@ -52,30 +54,33 @@ def window_counts(
 ) -> WindowCounts:
     where, params = _window(start, end, member)
     day, day_params = _day(day_keys)
-    decisions = db.execute(
-        "SELECT COALESCE(member, 'None'), COALESCE(type, 'None'),"
-        " CASE WHEN tooled THEN COALESCE(tool, 'None') END, decision, " + day + ", COUNT(*)"
-        f" FROM verifications WHERE {where} GROUP BY 1, 2, 3, 4, 5",
-        day_params + params,
-    ).fetchall()
+    decisions = db.execute(_DECISIONS.format(day=day, where=where), day_params + params)
     latencies = [_latency(row) for row in db.execute(_LATENCY.format(where=where), params)]
-    checks = db.execute(_CHECKS.format(where=where), params).fetchall()
-    failed = db.execute(
-        f"SELECT line, code FROM checks WHERE {where} AND failed AND decision <> 'approved'",
-        params,
-    ).fetchall()
-    (unexplained,) = db.execute(_UNEXPLAINED.format(where=where), params).fetchone()
-    return WindowCounts(decisions, latencies, checks, failed, unexplained)
+    return WindowCounts(
+        decisions.fetchall(),
+        latencies,
+        db.execute(_RAN.format(where=where), params).fetchall(),
+        db.execute(_FAILED.format(where=where), params).fetchall(),
+        db.execute(f"{_BLOCKED} WHERE {where} AND decision <> 'approved'", params).fetchall(),
+        db.execute(_UNEXPLAINED.format(what="COUNT(*), MIN(line)", where=where), params).fetchone(),
+    )
 
 
+_DECISIONS = """SELECT COALESCE(member, 'None'), COALESCE(type, 'None'),
+    CASE WHEN tooled THEN COALESCE(tool, 'None') END, decision, {day}, COUNT(*)
+    FROM verifications WHERE {where} GROUP BY 1, 2, 3, 4, 5"""
 _LATENCY = """SELECT COALESCE(member, 'None'), bucket, COUNT(*),
     COALESCE(SUM(CASE WHEN typeof(ns) = 'integer' THEN ns END), 0), MIN(ms), MAX(ms),
     group_concat(CASE WHEN typeof(ns) = 'text' THEN ns END, ' ')
     FROM verifications WHERE {where} AND ms IS NOT NULL GROUP BY 1, 2"""
-_CHECKS = """SELECT COALESCE(member, 'None'), code, decision, COUNT(*), SUM(failed),
-    SUM(blocking) FROM checks WHERE {where} GROUP BY 1, 2, 3"""
-_UNEXPLAINED = """SELECT COUNT(*) FROM verifications AS v
-    WHERE {where} AND decision = 'rejected' AND checked AND NOT EXISTS (
+_RAN = """SELECT COALESCE(member, 'None'), ran, COUNT(*) FROM verifications
+    WHERE {where} AND ran IS NOT NULL GROUP BY 1, 2"""
+_FAILED = """SELECT COALESCE(member, 'None'), code, decision, COUNT(*), SUM(blocking),
+    MIN(CASE WHEN blocking AND decision = 'rejected' THEN line END)
+    FROM checks WHERE {where} GROUP BY 1, 2, 3"""
+_BLOCKED = "SELECT line, code FROM checks"
+_UNEXPLAINED = """SELECT {what} FROM verifications AS v
+    WHERE {where} AND decision = 'rejected' AND ran IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM checks AS c WHERE c.ts = v.ts AND c.line = v.line AND c.blocking)"""
 
 
@@ -86,16 +91,17 @@ def _latency(row: tuple[Any, ...]) -> tuple[str, int | None, int, int, float, fl
     return member, bucket, count, total, low, high
 
 
-def rejections_sql(
-    start: str, end: str, member: str | None, code: str | None
-) -> tuple[str, tuple[Any, ...]]:
-    """The line and body, in log order, of the window's rejections that a blocking failed
-    check of ``code`` explains (None: those no blocking failed check explains)."""
+def next_rejection(
+    db: sqlite3.Connection, start: str, end: str, member: str | None, code: str | None,
+    after: int,
+) -> int | None:  # fmt: skip
+    """The first line after ``after`` of the window's rejections that a blocking failed
+    check of ``code`` explains (None: that no blocking failed check explains)."""
     where, params = _window(start, end, member)
     if code is None:
-        lines = _UNEXPLAINED.format(where=where).replace("COUNT(*)", "line")
+        sql = _UNEXPLAINED.format(what="MIN(line)", where=where) + " AND line > ?"
     else:
-        lines = f"SELECT line FROM checks WHERE {where} AND decision = 'rejected' AND blocking"
-        lines, params = lines + " AND code = ?", (*params, code)
-    sql = f"SELECT line, body FROM records WHERE line IN ({lines}) ORDER BY line"
-    return sql, params
+        sql = f"SELECT MIN(line) FROM checks WHERE {where} AND decision = 'rejected'"
+        sql, params = sql + " AND blocking AND code = ? AND line > ?", (*params, code)
+    (line,) = db.execute(sql, (*params, after)).fetchone()
+    return None if line is None else int(line)

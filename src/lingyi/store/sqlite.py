@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from lingyi._logging import get_logger
 from lingyi.errors import LogError
 from lingyi.log.chain import GENESIS, ChainReport, ChainVerifier, canonical, hash_ok
@@ -38,15 +40,16 @@ from lingyi.log.reader import LogLine, decode_line, loads, open_log, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind
 from lingyi.store.anchor import read_checkpoints
 from lingyi.store.base import Row, Summary
-from lingyi.store.counts import WindowCounts, rejections_sql, window_counts
+from lingyi.store.counts import WindowCounts, next_rejection, window_counts
 from lingyi.store.latency import latency_columns
 
 log = get_logger(__name__)
 
-INDEX_VERSION = 2  # the tables' layout; an index of another version is rebuilt
+INDEX_VERSION = 3  # the tables' layout; an index of another version is rebuilt
 MAX_EXAMPLES = 20  # problems listed in the summary; the counts stay exact
 _BATCH = 1000  # lines per executemany (memory holds one batch of rows)
 _DECISIONS = ("approved", "rejected", "fallback")
+_NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
 _TABLES = ("records", "links", "verifications", "checks", "appeals", "approvals", "outcomes")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT, seal TEXT);
@@ -54,11 +57,12 @@ CREATE TABLE IF NOT EXISTS records (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, ts TEXT, hash TEXT, body BLOB);
 CREATE TABLE IF NOT EXISTS links (line INTEGER PRIMARY KEY, seq INTEGER, hash TEXT);
 CREATE TABLE IF NOT EXISTS verifications (
-    line INTEGER PRIMARY KEY, ts TEXT, member TEXT, decision TEXT, type TEXT, tool TEXT,
-    tooled INTEGER, checked INTEGER, flagged INTEGER, ms REAL, bucket INTEGER, ns);
+    ts TEXT, line INTEGER, member TEXT, decision TEXT, type TEXT, tool TEXT, tooled INTEGER,
+    ran BLOB, flagged INTEGER, ms REAL, bucket INTEGER, ns, PRIMARY KEY (ts, line)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checks (
     ts TEXT, line INTEGER, pos INTEGER, member TEXT, decision TEXT, code TEXT,
-    failed INTEGER, blocking INTEGER, PRIMARY KEY (ts, line, pos)) WITHOUT ROWID;
+    blocking INTEGER, PRIMARY KEY (ts, line, pos)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS appeals (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, appeal_of TEXT, appeal_id TEXT, outcome TEXT);
 CREATE TABLE IF NOT EXISTS approvals (
@@ -66,27 +70,15 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE TABLE IF NOT EXISTS outcomes (
     line INTEGER PRIMARY KEY, ts TEXT, member TEXT, tool TEXT, status TEXT);
 """
-# The rows of a batch's checks, made from the records' bodies by SQLite's JSON functions (in
-# C: most of the cost of a build, were it done row by row here), with their verification's
-# ts, member and decision, so that a window's counts need no join. Only verifications with
-# a valid decision (a ts) have them: the others are in no window. ``code`` is the text
-# Python's ``str`` gives it (``lingyi_str`` for what is not a JSON string).
-_CHECKS_FROM_BODY = """INSERT INTO checks SELECT v.ts, v.line, c.key, v.member, v.decision,
-        CASE json_type(c.value, '$.code') WHEN 'text' THEN json_extract(c.value, '$.code')
-             ELSE lingyi_str(json_type(c.value, '$.code'), json_extract(c.value, '$.code'))
-        END,
-        json_type(c.value, '$.passed') IS 'false',
-        json_type(c.value, '$.passed') IS 'false'
-            AND COALESCE(json_extract(c.value, '$.on_fail') IN ('warn', 'fallback'), 0) = 0
-    FROM verifications AS v JOIN records AS r USING (line),
-         json_each(CAST(r.body AS TEXT), '$.checks') AS c
-    WHERE v.line BETWEEN ? AND ? AND v.ts IS NOT NULL AND v.checked AND c.type = 'object'"""
+# A window's verifications and failed checks are read by ts (the tables are kept in ts
+# order: ``lingyi.store.counts`` scans a range, with no lookup per row). A verification
+# without a valid decision has the ts "" (before every window).
+NO_WINDOW = ""
 # Made after a build from the first line (sorting once is much cheaper than keeping them
 # sorted row by row), and dropped before one.
 _INDEXES = {
     "records_id": "records (id)",
     "links_seq": "links (seq)",
-    "verifications_ts": "verifications (ts)",
 }
 
 
@@ -156,15 +148,17 @@ class SqliteStore:
     # -- resuming -------------------------------------------------------------------------
 
     def _resume(self) -> _State:
-        """The saved state if it still describes the log; else a fresh one, tables emptied."""
+        """The saved state if it still describes the log; else a fresh one, tables made anew."""
         row = self.db.execute("SELECT body, seal FROM state").fetchone()
         why = "no index yet" if row is None else self._stale(row[0], row[1])
         if why is None:
             return _State(**json.loads(row[0]))
         if row is not None:
             log.info("store.rebuild", index=str(self.path), log=str(self.log_path), why=why)
-        for table in (*_TABLES, "state"):
-            self.db.execute(f"DELETE FROM {table}")
+        for table in (*_TABLES, "state"):  # dropped: an index of another version has
+            self.db.execute(f"DROP TABLE IF EXISTS {table}")  # other columns
+        for statement in _SCHEMA.split(";"):  # not executescript: it would commit
+            self.db.execute(statement)
         return _State(_fingerprint(self.keys))
 
     def _stale(self, body: str, seal: str) -> str | None:
@@ -306,9 +300,13 @@ class SqliteStore:
         return window_counts(self.db, start, end, member, day_keys)
 
     def rejections(
-        self, start: str, end: str, member: str | None, code: str | None
+        self, start: str, end: str, member: str | None, code: str | None, first: int = 0
     ) -> Iterator[Row]:
-        return self._rows(*rejections_sql(start, end, member, code))
+        line: int | None = first - 1
+        while line is not None:
+            line = next_rejection(self.db, start, end, member, code, line)
+            if line is not None:
+                yield from self._rows("SELECT line, body FROM records WHERE line = ?", (line,))
 
     def records(
         self, kinds: Collection[str] | None = None, *, newest_first: bool = False
@@ -405,17 +403,6 @@ def _memory() -> sqlite3.Connection:
 
 def _prepare(db: sqlite3.Connection) -> None:
     db.executescript(_SCHEMA)
-    db.create_function("lingyi_str", 2, _python_str, deterministic=True)
-
-
-def _python_str(kind: str | None, value: object) -> str:
-    """What Python's ``str`` gives a JSON value that is not a string (``json_type`` ``kind``:
-    a check's code written as a number, ``true`` or an object is counted under that text)."""
-    if kind in (None, "null", "true", "false"):
-        return {"true": "True", "false": "False"}.get(str(kind), "None")
-    if kind in ("object", "array"):
-        return str(loads(str(value).encode()))
-    return str(value)
 
 
 def _verifier(state: _State, keys: KeyRing | None) -> ChainVerifier:
@@ -453,7 +440,6 @@ class _Batch:
         self.anchor: list[Any] | None = None
         self.count = 0
         self.lines = state.lines  # the last complete line read
-        self.verifications = False  # the batch holds some
 
     def __len__(self) -> int:
         return self.count
@@ -502,36 +488,50 @@ class _Batch:
             self.state.other_kinds[kind] = self.state.other_kinds.get(kind, 0) + 1
 
     def _verification(self, lineno: int, ts: str | None, record: dict[str, Any]) -> None:
-        """Its row, with what the counts group by; its checks' rows are made by SQLite from
-        the record (:data:`_CHECKS_FROM_BODY`)."""
+        """Its row, with what the counts group by, and the rows of its failed checks."""
         get = record.get
         decision = get("decision")
         if ts is not None and decision not in _DECISIONS:
             self.state.invalid += 1
             self.example(lineno, get("id"), "no valid decision")
-            ts = None  # in no window
-        tool = get("tool_call")
-        tooled = isinstance(tool, dict)
+            ts = None
+        tool, member = get("tool_call"), _text(get("member"))
         name = _text(tool.get("name")) if isinstance(tool, dict) else None
+        ran = self._checks(lineno, ts, member, decision, get("checks"))
         # Read from the body by the stats, for only the records that have them.
         flagged = "judge" in record or "shadow" in record or bool(get("uncertain"))
         self.rows["verifications"].append(
-            (lineno, ts, _text(get("member")), _text(decision), _text(get("type")), name,
-             tooled, isinstance(get("checks"), list), flagged, *latency_columns(get("latency_ms")))
+            (ts or NO_WINDOW, lineno, member, _text(decision), _text(get("type")), name,
+             isinstance(tool, dict), ran, flagged, *latency_columns(get("latency_ms")))
         )  # fmt: skip
-        self.verifications = True
+
+    def _checks(
+        self, lineno: int, ts: str | None, member: str | None, decision: object, checks: object
+    ) -> bytes | None:
+        """The codes of the checks that ran (a JSON array; None: no checks list), each as the
+        stats name it, and a row per failed check of a verification in a window."""
+        if not isinstance(checks, list):
+            return None
+        codes, rows = [], self.rows["checks"]
+        for pos, check in enumerate(checks):
+            if not isinstance(check, dict):
+                continue
+            code = check.get("code")
+            code = code if isinstance(code, str) else str(code)
+            codes.append(code)
+            if ts is not None and check.get("passed") is False:
+                blocking = check.get("on_fail") not in _NOT_REJECTING
+                rows.append((ts, lineno, pos, member, decision, code, blocking))
+        return bytes(orjson.dumps(codes))
 
     def flush(self, db: sqlite3.Connection) -> None:
         for table, rows in self.rows.items():
             if rows:
                 marks = ",".join("?" * len(rows[0]))
                 db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-        if self.verifications:
-            span = (self.rows["records"][0][0], self.rows["records"][-1][0])
-            db.execute(_CHECKS_FROM_BODY, span)
         for rows in self.rows.values():
             rows.clear()
-        self.count, self.verifications = 0, False
+        self.count = 0
 
     def finish(self, chain: ChainVerifier, path: Path) -> None:
         """Move the state on to where the chain and the lines read end."""
