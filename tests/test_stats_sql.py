@@ -9,7 +9,10 @@ may hold.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import random
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lingyi.log import VerificationLog, file_appeal, resolve_appeal
+from lingyi.log import VerificationLog, canonical, file_appeal, resolve_appeal
 from lingyi.log.records import ts_key
 from lingyi.stats import Aggregator, StatsView, previous_window, week_window
 from lingyi.store import Store, open_store
@@ -162,3 +165,36 @@ def test_the_log_holds_what_the_comparison_needs(mixed_log: Path) -> None:
     assert "None" in agg.checked and "None" in agg.groups["tool"]
     assert "conclusion.evidence" in agg.reject_codes
     assert "conclusion.evidence" not in agg.reject_examples
+
+
+def test_an_index_of_the_old_layout_is_rebuilt(mixed_log: Path, tmp_path: Path) -> None:
+    """An index made by version 1 (other columns, no ``ran``) is dropped and made again by
+    the next reader, which then counts as a fresh index does."""
+    week = week_window("2026-W48", ZoneInfo("UTC"))
+    index = tmp_path / "old.index.sqlite"
+    db = sqlite3.connect(index)
+    db.executescript(
+        "CREATE TABLE state (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT, seal TEXT);"
+        "CREATE TABLE verifications (line INTEGER PRIMARY KEY, ts TEXT, member TEXT,"
+        " decision TEXT, type TEXT, tool TEXT);"
+        "CREATE TABLE checks (line INTEGER, code TEXT, passed INTEGER, on_fail TEXT);"
+    )
+    body = canonical({"keys": None, "version": 1})
+    seal = "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+    db.execute("INSERT INTO state VALUES (1, ?, ?)", (body, seal))
+    db.commit()
+    db.close()
+    old, fresh = open_store(mixed_log, path=index), open_store(mixed_log)
+    try:
+        counted = []
+        for store in (old, fresh):
+            agg = Aggregator(week)
+            agg.from_index(store)
+            counted.append(_figures(agg))
+        assert counted[0] == counted[1] and counted[0]["totals"]["total"] > 0
+    finally:
+        old.close()
+        fresh.close()
+    with contextlib.closing(sqlite3.connect(index)) as db:  # rebuilt in the file, not in memory
+        columns = {row[1] for row in db.execute("PRAGMA table_info(verifications)")}
+        assert "ran" in columns and db.execute("SELECT COUNT(*) FROM checks").fetchone()[0]

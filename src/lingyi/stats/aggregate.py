@@ -14,6 +14,7 @@ tools and codes exist, never on how many records the window holds.
 from __future__ import annotations
 
 import collections
+import itertools
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -427,8 +428,7 @@ class Aggregator(Counters):
         hits: dict[int, set[str]] = {}
         for line, code in counts.blocked:  # an intercept counts a verification once
             hits.setdefault(line, set()).update(self._intercepts_of(code))
-        for names in hits.values():
-            self.intercepted.update(names)
+        _count(self.intercepted, itertools.chain.from_iterable(hits.values()))  # in C
         return first
 
     def _flagged_row(self, record: dict[str, Any]) -> None:
