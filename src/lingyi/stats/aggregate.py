@@ -28,12 +28,12 @@ from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.judge import JudgeFigures
 from lingyi.stats.window import Window
 from lingyi.store import Store, Summary, WindowCounts
+from lingyi.store.counts import NOT_REJECTING
 from lingyi.store.latency import finite_ms
 
 DECISIONS: tuple[str, ...] = ("approved", "rejected", "fallback")
 _DEC_INDEX = {name: i for i, name in enumerate(DECISIONS)}
 APPROVED, REJECTED, FALLBACK = 0, 1, 2
-_NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
 
 
 def _count_in_python(counter: dict[str, int], items: Iterable[str]) -> None:
@@ -131,7 +131,7 @@ def _reason_of(record: dict[str, Any], code: str) -> str | None:
         return reason if isinstance(reason, str) else None
     for check in record.get("checks") or []:
         if (isinstance(check, dict) and check.get("passed") is False
-                and str(check.get("code")) == code and check.get("on_fail") not in _NOT_REJECTING
+                and str(check.get("code")) == code and check.get("on_fail") not in NOT_REJECTING
                 and isinstance(check.get("reason"), str)):  # fmt: skip
             return str(check["reason"])
     return None
@@ -271,7 +271,7 @@ class Counters:
             _bump(self.groups["code"], code, index)
             if index != APPROVED:
                 hit.update(self._intercepts_of(code))
-            if index == REJECTED and check.get("on_fail") not in _NOT_REJECTING:
+            if index == REJECTED and check.get("on_fail") not in NOT_REJECTING:
                 blocking = True
                 self._reject_reason(code, check.get("reason"))
         self.intercepted.update(hit)

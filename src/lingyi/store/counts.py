@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+NOT_REJECTING = ("warn", "fallback")  # the on_fail of failed checks that cannot reject
 # A window, of one member or of all: the WHERE clause and its parameters.
 _WHERE = "ts >= ? AND ts < ?"
 

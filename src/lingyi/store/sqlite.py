@@ -40,7 +40,7 @@ from lingyi.log.reader import LogLine, decode_line, loads, open_log, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind
 from lingyi.store.anchor import read_checkpoints
 from lingyi.store.base import Row, Summary
-from lingyi.store.counts import WindowCounts, next_rejection, window_counts
+from lingyi.store.counts import NOT_REJECTING, WindowCounts, next_rejection, window_counts
 from lingyi.store.latency import latency_columns
 
 log = get_logger(__name__)
@@ -49,7 +49,6 @@ INDEX_VERSION = 3  # the tables' layout; an index of another version is rebuilt
 MAX_EXAMPLES = 20  # problems listed in the summary; the counts stay exact
 _BATCH = 1000  # lines per executemany (memory holds one batch of rows)
 _DECISIONS = ("approved", "rejected", "fallback")
-_NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
 _TABLES = ("records", "links", "verifications", "checks", "appeals", "approvals", "outcomes")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT, seal TEXT);
@@ -520,7 +519,7 @@ class _Batch:
             code = code if isinstance(code, str) else str(code)
             codes.append(code)
             if ts is not None and check.get("passed") is False:
-                blocking = check.get("on_fail") not in _NOT_REJECTING
+                blocking = check.get("on_fail") not in NOT_REJECTING
                 rows.append((ts, lineno, pos, member, decision, code, blocking))
         return bytes(orjson.dumps(codes))
 
