@@ -97,8 +97,7 @@ def _count(store: Store, window: Window, member: str | None) -> Aggregator:
     """The counters of one window, from the index's rows."""
     agg = Aggregator(window, member)
     start, end = ts_key(window.start), ts_key(window.end)
-    for line, record in store.verifications(start, end, member):
-        agg.verification(line, record)
+    agg.from_index(store)
     for _, record in store.outcomes(start, end, member):
         agg.call_outcome(record)
     for _, record in store.approvals(start):

@@ -2,33 +2,38 @@
 
 :class:`Counters` are the figures of a set of verifications (per decision, member,
 assertion type, tool and check code, intercepts, rejection reasons, a latency histogram per
-member), counted by one method, :meth:`Counters.count`. The :class:`Aggregator` counts one
-window: its verifications, approvals, outcomes and appeals, as the index
-(:mod:`lingyi.store`) gives them (authenticated records only, in log order). Memory depends
-on how many members, tools and codes exist, never on how many records the window holds.
+member). The :class:`Aggregator` counts one window: its verifications, approvals, outcomes
+and appeals, as the index (:mod:`lingyi.store`) gives them (authenticated records only, in
+log order). The verifications' counts are SQL over the index (:meth:`Aggregator.from_index`,
+what the stats run); :meth:`Counters.count` counts one record in Python, the definition the
+SQL counts are held to (``tests/test_stats_sql.py``). Memory depends on how many members,
+tools and codes exist, never on how many records the window holds.
 :func:`integrity_json` is what the index found wrong with the log as a whole.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from lingyi.log.reader import loads
 from lingyi.log.records import normalise_ts, ts_key
 from lingyi.redact import clip, redact_text
 from lingyi.stats.histogram import LatencyHistogram
 from lingyi.stats.judge import JudgeFigures
 from lingyi.stats.window import Window
-from lingyi.store import Summary
+from lingyi.store import Store, Summary, WindowCounts
+from lingyi.store.counts import NOT_REJECTING
+from lingyi.store.latency import finite_ms
 
 DECISIONS: tuple[str, ...] = ("approved", "rejected", "fallback")
 _DEC_INDEX = {name: i for i, name in enumerate(DECISIONS)}
 APPROVED, REJECTED, FALLBACK = 0, 1, 2
-_NOT_REJECTING = ("warn", "fallback")  # failed checks that cannot have caused a rejection
 
 
 def _count_in_python(counter: dict[str, int], items: Iterable[str]) -> None:
@@ -108,11 +113,28 @@ def _add(a: Tally, b: Tally) -> Tally:
     return [x + y for x, y in zip(a, b, strict=True)]
 
 
-def _bump(table: dict[str, Tally], key: str, index: int) -> None:
+def _bump(table: dict[str, Tally], key: str, index: int, n: int = 1) -> None:
     tally = table.get(key)
     if tally is None:
         tally = table[key] = [0, 0, 0]
-    tally[index] += 1
+    tally[index] += n
+
+
+_UNEXPLAINED = "(no failed check)"  # a rejection no failed blocking check explains
+
+
+def _reason_of(record: dict[str, Any], code: str) -> str | None:
+    """The reason a rejection gives for ``code``: its first blocking failed check of that
+    code, or the record's own reason for :data:`_UNEXPLAINED`; None if it is not text."""
+    if code == _UNEXPLAINED:
+        reason = record.get("reason")
+        return reason if isinstance(reason, str) else None
+    for check in record.get("checks") or []:
+        if (isinstance(check, dict) and check.get("passed") is False
+                and str(check.get("code")) == code and check.get("on_fail") not in NOT_REJECTING
+                and isinstance(check.get("reason"), str)):  # fmt: skip
+            return str(check["reason"])
+    return None
 
 
 @dataclass
@@ -156,17 +178,6 @@ class Appeals:
         ]
 
 
-def _finite_ms(value: object) -> float | None:
-    """A latency in ms, or None: not a number (bool, text), NaN, infinite or absurdly big."""
-    if value.__class__ not in (int, float):  # not bool
-        return None
-    try:
-        ms = float(value)
-    except OverflowError:  # an integer beyond any float
-        return None
-    return ms if -1e300 < ms < 1e300 else None  # also False for NaN
-
-
 # --------------------------------------------------------------------------- counters
 
 
@@ -183,7 +194,6 @@ class Counters:
         self.intercepted: Counter[str] = Counter({i.name: 0 for i in INTERCEPTS})
         self.reject_codes: Counter[str] = Counter()
         self.reject_examples: dict[str, str] = {}
-        self.reject_lines: dict[str, int] = {}  # each example's line: the earliest one wins
         self.latency = LatencyHistogram()
         self.member_latency: dict[str, LatencyHistogram] = {}
         self._intercept_cache: dict[str, tuple[str, ...]] = {}
@@ -203,7 +213,7 @@ class Counters:
         self.outcomes.setdefault(tool, Counter())[status] += 1
 
     def count(
-        self, record: dict[str, Any], member: str, index: int, lineno: int
+        self, record: dict[str, Any], member: str, index: int
     ) -> tuple[list[str], list[dict[str, Any]]] | None:
         """Count one verification of ``member`` whose decision is ``DECISIONS[index]``;
         returns the codes of its checks that ran and its failed checks (None: no checks
@@ -224,8 +234,14 @@ class Counters:
             seen = self._checked(checks)
             failed = seen[1]
             if failed or index == REJECTED:
-                self._failures(record, failed, index, lineno)
+                self._failures(record, failed, index)
         self._latency(member, record.get("latency_ms"))
+        self.flagged(record, index, failed)
+        return seen
+
+    def flagged(self, record: dict[str, Any], index: int, failed: list[dict[str, Any]]) -> None:
+        """The figures read from a record's body: its judge trace, its shadow decision, its
+        uncertain checks (``failed``: its failed checks)."""
         if "judge" in record:
             self.judge.feed(record)
         if "shadow" in record:
@@ -233,7 +249,6 @@ class Counters:
         if unsure := record.get("uncertain"):
             self.uncertain[index] += 1
             self.uncertain_codes.update(str(code) for code in unsure)
-        return seen
 
     def _checked(self, checks: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
         """Count every check that ran; return their codes and the failed checks (the hot
@@ -248,9 +263,7 @@ class Counters:
         _count(self.checked, codes)  # counted in C
         return codes, failed
 
-    def _failures(
-        self, record: dict[str, Any], failed: list[dict[str, Any]], index: int, lineno: int
-    ) -> None:
+    def _failures(self, record: dict[str, Any], failed: list[dict[str, Any]], index: int) -> None:
         hit: set[str] = set()
         blocking = False
         for check in failed:
@@ -258,19 +271,18 @@ class Counters:
             _bump(self.groups["code"], code, index)
             if index != APPROVED:
                 hit.update(self._intercepts_of(code))
-            if index == REJECTED and check.get("on_fail") not in _NOT_REJECTING:
+            if index == REJECTED and check.get("on_fail") not in NOT_REJECTING:
                 blocking = True
-                self._reject_reason(code, check.get("reason"), lineno)
+                self._reject_reason(code, check.get("reason"))
         self.intercepted.update(hit)
         if index == REJECTED and not blocking:  # e.g. an older record without checks
-            self._reject_reason("(no failed check)", record.get("reason"), lineno)
+            self._reject_reason(_UNEXPLAINED, record.get("reason"))
 
-    def _reject_reason(self, code: str, reason: object, lineno: int) -> None:
+    def _reject_reason(self, code: str, reason: object) -> None:
         self.reject_codes[code] += 1
         if code not in self.reject_examples and isinstance(reason, str):
             # Redacted before it is cut: a key cut in half no longer looks like a key.
             self.reject_examples[code] = clip(redact_text(reason), 200)
-            self.reject_lines[code] = lineno
 
     def _intercepts_of(self, code: str) -> tuple[str, ...]:
         names = self._intercept_cache.get(code)
@@ -280,7 +292,7 @@ class Counters:
         return names
 
     def _latency(self, member: str, value: object) -> None:
-        ms = _finite_ms(value)
+        ms = finite_ms(value)
         if ms is None:
             return
         bucket = LatencyHistogram.bucket_of(ms)
@@ -353,17 +365,88 @@ class Aggregator(Counters):
     def _of_member(self, record: dict[str, Any]) -> bool:
         return self.member is None or record.get("member") == self.member
 
-    def verification(self, lineno: int, record: dict[str, Any]) -> None:
-        """Count one verification (the index gives those of the window, with a decision)."""
+    def verification(self, record: dict[str, Any]) -> None:
+        """Count one verification record in Python (what :meth:`from_index` must equal)."""
         key = self._in_window(record.get("ts"))
         index = _DEC_INDEX.get(str(record.get("decision")))
         if key is None or index is None or not self._of_member(record):
             return
         member = str(record.get("member"))
-        seen = self.count(record, member, index, lineno)
+        seen = self.count(record, member, index)
         if seen is not None:
             self._by_member_code(member, index, *seen)
         self.day_tallies[bisect_right(self.day_keys, key) - 1][index] += 1
+
+    def from_index(self, store: Store) -> None:
+        """Count the window's verifications from the index: the counts by SQL
+        (:meth:`Store.counts`), the body read only for what needs it (flagged records, the
+        example of each rejection reason). The same figures as :meth:`verification` fed
+        every verification of the window (``tests/test_stats_sql.py``)."""
+        counts = store.counts(self.start_key, self.end_key, self.member, self.day_keys)
+        self._decisions(counts)
+        first = self._checks(counts)
+        for member, bucket, n, ns, low, high in counts.latencies:
+            self.latency.add_bucket(bucket, n, ns, low, high)
+            histogram = self.member_latency.setdefault(member, LatencyHistogram())
+            histogram.add_bucket(bucket, n, ns, low, high)
+        for _, record in store.verifications(self.start_key, self.end_key, self.member,
+                                             flagged=True):  # fmt: skip
+            self._flagged_row(record)
+        self._examples(store, first)
+
+    def _decisions(self, counts: WindowCounts) -> None:
+        groups = self.groups
+        for member, kind, tool, decision, day, n in counts.decisions:
+            index = _DEC_INDEX[decision]
+            self.totals[index] += n
+            self.day_tallies[day][index] += n
+            _bump(groups["member"], member, index, n)
+            _bump(groups["type"], kind, index, n)
+            if tool is not None:
+                _bump(groups["tool"], tool, index, n)
+
+    def _checks(self, counts: WindowCounts) -> dict[str, int]:
+        """Count the checks that ran and those that failed; the first line of each
+        rejection reason (where its example is looked for)."""
+        for member, ran, n in counts.ran:
+            checked = self.member_checked.setdefault(member, Counter())
+            for code in loads(ran):
+                self.checked[code] += n
+                checked[code] += n
+        first: dict[str, int] = {}
+        for member, code, decision, failed, blocking, line in counts.failed:
+            index = _DEC_INDEX[decision]
+            _bump(self.groups["code"], code, index, failed)
+            _bump(self.member_codes.setdefault(member, {}), code, index, failed)
+            if blocking and index == REJECTED and line is not None:
+                self.reject_codes[code] += blocking
+                first[code] = min(first.get(code, line), line)
+        unexplained, line = counts.unexplained
+        if unexplained and line is not None:
+            self.reject_codes[_UNEXPLAINED] += unexplained
+            first[_UNEXPLAINED] = line
+        hits: dict[int, set[str]] = {}
+        for line, code in counts.blocked:  # an intercept counts a verification once
+            hits.setdefault(line, set()).update(self._intercepts_of(code))
+        _count(self.intercepted, itertools.chain.from_iterable(hits.values()))  # in C
+        return first
+
+    def _flagged_row(self, record: dict[str, Any]) -> None:
+        checks = record.get("checks")
+        failed = [c for c in checks if isinstance(c, dict) and c.get("passed") is False] if (
+            isinstance(checks, list)) else []  # fmt: skip
+        self.flagged(record, _DEC_INDEX[str(record.get("decision"))], failed)
+
+    def _examples(self, store: Store, first: dict[str, int]) -> None:
+        """The example of each rejection reason: the first one in log order that has one."""
+        for code, line in first.items():
+            which = None if code == _UNEXPLAINED else code
+            for _, record in store.rejections(self.start_key, self.end_key, self.member,
+                                              which, line):  # fmt: skip
+                reason = _reason_of(record, code)
+                if reason is not None:
+                    self.reject_examples[code] = clip(redact_text(reason), 200)
+                    break
 
     def approval(self, record: dict[str, Any]) -> None:
         """An approval event in the window (by its own ts), of the member asked for."""

@@ -12,6 +12,8 @@ import math
 from collections import Counter
 from typing import Any
 
+from lingyi.store import latency
+
 
 class LatencyHistogram:
     """Log-bucket histogram of latencies in milliseconds: fixed size.
@@ -22,9 +24,7 @@ class LatencyHistogram:
     geometric midpoint and clamped to the exact min/max: relative error < 0.5%.
     """
 
-    GROWTH = 1.01
-    _LOG_G = math.log(GROWTH)
-    _LOW, _HIGH = -700, 2100
+    GROWTH = latency.GROWTH
 
     def __init__(self) -> None:
         self.buckets: Counter[int] = Counter()
@@ -34,13 +34,7 @@ class LatencyHistogram:
         self.low = math.inf
         self.high = -math.inf
 
-    @classmethod
-    def bucket_of(cls, ms: float) -> int | None:
-        """The bucket of ``ms``; None for the zero bucket (below 1 µs)."""
-        if ms < 0.001:
-            return None
-        index = math.floor(math.log(ms) / cls._LOG_G)
-        return min(max(index, cls._LOW), cls._HIGH)
+    bucket_of = staticmethod(latency.bucket_of)
 
     def add(self, ms: float, bucket: int | None = None, ns: int | None = None) -> None:
         """Count ``ms``; ``bucket`` and ``ns`` (``round(ms * 1e6)``) may be passed when
@@ -56,6 +50,17 @@ class LatencyHistogram:
             self.zeros += 1
         else:
             self.buckets[index] += 1
+
+    def add_bucket(self, bucket: int | None, count: int, ns: int, low: float, high: float) -> None:
+        """Count ``count`` latencies of one bucket at once (``ns``: their sum; ``low``,
+        ``high``: the least and the greatest), as the index's grouped rows give them."""
+        self.count += count
+        self.total_ns += ns
+        self.low, self.high = min(self.low, low), max(self.high, high)
+        if bucket is None:
+            self.zeros += count
+        else:
+            self.buckets[bucket] += count
 
     @property
     def total(self) -> float:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lingyi.log.keys import KeyRing
 from lingyi.store.base import Row, Store, Summary, default_path
+from lingyi.store.counts import WindowCounts
 from lingyi.store.sqlite import SqliteStore
 
 
@@ -40,4 +41,4 @@ def open_store(
     return store
 
 
-__all__ = ["Row", "Store", "Summary", "default_path", "open_store"]
+__all__ = ["Row", "Store", "Summary", "WindowCounts", "default_path", "open_store"]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from lingyi.log.chain import ChainReport
 from lingyi.log.checkpoints import CheckpointReport
+from lingyi.store.counts import WindowCounts
 
 Row = tuple[int, dict[str, Any]]  # (line in the log, the record as written)
 
@@ -52,8 +53,25 @@ class Store(Protocol):
         """Forget every row and ingest the whole log again."""
         ...
 
-    def verifications(self, start: str, end: str, member: str | None = None) -> Iterator[Row]:
-        """Verifications whose ``ts`` is in [start, end) (of ``member``), checks included."""
+    def verifications(
+        self, start: str, end: str, member: str | None = None, *, flagged: bool = False
+    ) -> Iterator[Row]:
+        """Verifications whose ``ts`` is in [start, end) (of ``member``), checks included
+        (``flagged``: only those with a judge trace, a shadow decision or uncertain checks)."""
+        ...
+
+    def counts(
+        self, start: str, end: str, member: str | None, day_keys: Sequence[str]
+    ) -> WindowCounts:
+        """The grouped counts of the verifications in [start, end) (of ``member``), by the
+        local days that start at ``day_keys``."""
+        ...
+
+    def rejections(
+        self, start: str, end: str, member: str | None, code: str | None, first: int = 0
+    ) -> Iterator[Row]:
+        """The window's rejections a blocking failed check of ``code`` explains (None: that
+        none explains), in log order, from line ``first`` on."""
         ...
 
     def records(

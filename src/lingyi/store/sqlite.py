@@ -24,10 +24,12 @@ import hmac
 import json
 import os
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from lingyi._logging import get_logger
 from lingyi.errors import LogError
@@ -38,10 +40,12 @@ from lingyi.log.reader import LogLine, decode_line, loads, open_log, raw_lines
 from lingyi.log.records import SCHEMA_VERSION, normalise_ts, record_kind
 from lingyi.store.anchor import read_checkpoints
 from lingyi.store.base import Row, Summary
+from lingyi.store.counts import NOT_REJECTING, WindowCounts, next_rejection, window_counts
+from lingyi.store.latency import latency_columns
 
 log = get_logger(__name__)
 
-INDEX_VERSION = 1  # the tables' layout; another version is rebuilt
+INDEX_VERSION = 3  # the tables' layout; an index of another version is rebuilt
 MAX_EXAMPLES = 20  # problems listed in the summary; the counts stay exact
 _BATCH = 1000  # lines per executemany (memory holds one batch of rows)
 _DECISIONS = ("approved", "rejected", "fallback")
@@ -52,8 +56,12 @@ CREATE TABLE IF NOT EXISTS records (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, ts TEXT, hash TEXT, body BLOB);
 CREATE TABLE IF NOT EXISTS links (line INTEGER PRIMARY KEY, seq INTEGER, hash TEXT);
 CREATE TABLE IF NOT EXISTS verifications (
-    line INTEGER PRIMARY KEY, ts TEXT, member TEXT, decision TEXT, type TEXT, tool TEXT);
-CREATE TABLE IF NOT EXISTS checks (line INTEGER, code TEXT, passed INTEGER, on_fail TEXT);
+    ts TEXT, line INTEGER, member TEXT, decision TEXT, type TEXT, tool TEXT, tooled INTEGER,
+    ran BLOB, flagged INTEGER, ms REAL, bucket INTEGER, ns, PRIMARY KEY (ts, line)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checks (
+    ts TEXT, line INTEGER, pos INTEGER, member TEXT, decision TEXT, code TEXT,
+    blocking INTEGER, PRIMARY KEY (ts, line, pos)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS appeals (
     line INTEGER PRIMARY KEY, kind TEXT, id TEXT, appeal_of TEXT, appeal_id TEXT, outcome TEXT);
 CREATE TABLE IF NOT EXISTS approvals (
@@ -61,28 +69,15 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE TABLE IF NOT EXISTS outcomes (
     line INTEGER PRIMARY KEY, ts TEXT, member TEXT, tool TEXT, status TEXT);
 """
+# A window's verifications and failed checks are read by ts (the tables are kept in ts
+# order: ``lingyi.store.counts`` scans a range, with no lookup per row). A verification
+# without a valid decision has the ts "" (before every window).
+NO_WINDOW = ""
 # Made after a build from the first line (sorting once is much cheaper than keeping them
 # sorted row by row), and dropped before one.
-# The rows of a batch's verifications and their checks, made from the records' bodies by
-# SQLite's JSON functions (in C: most of the cost of a build, were it done row by row here).
-# A verification without a valid decision gets no ts: it is in no window.
-_FROM_BODY = (
-    """INSERT INTO verifications SELECT line,
-        CASE WHEN json_extract(j, '$.decision') IN ('approved', 'rejected', 'fallback')
-             THEN ts END,
-        json_extract(j, '$.member'), json_extract(j, '$.decision'), json_extract(j, '$.type'),
-        json_extract(j, '$.tool_call.name')
-    FROM (SELECT line, ts, CAST(body AS TEXT) AS j FROM records
-          WHERE line BETWEEN ? AND ? AND kind = 'verification')""",
-    """INSERT INTO checks SELECT r.line, json_extract(c.value, '$.code'),
-        json_extract(c.value, '$.passed') IS 1, json_extract(c.value, '$.on_fail')
-    FROM records AS r, json_each(CAST(r.body AS TEXT), '$.checks') AS c
-    WHERE r.line BETWEEN ? AND ? AND r.kind = 'verification' AND c.type = 'object'""",
-)
 _INDEXES = {
     "records_id": "records (id)",
     "links_seq": "links (seq)",
-    "verifications_ts": "verifications (ts)",
 }
 
 
@@ -152,15 +147,17 @@ class SqliteStore:
     # -- resuming -------------------------------------------------------------------------
 
     def _resume(self) -> _State:
-        """The saved state if it still describes the log; else a fresh one, tables emptied."""
+        """The saved state if it still describes the log; else a fresh one, tables made anew."""
         row = self.db.execute("SELECT body, seal FROM state").fetchone()
         why = "no index yet" if row is None else self._stale(row[0], row[1])
         if why is None:
             return _State(**json.loads(row[0]))
         if row is not None:
             log.info("store.rebuild", index=str(self.path), log=str(self.log_path), why=why)
-        for table in (*_TABLES, "state"):
-            self.db.execute(f"DELETE FROM {table}")
+        for table in (*_TABLES, "state"):  # dropped: an index of another version has
+            self.db.execute(f"DROP TABLE IF EXISTS {table}")  # other columns
+        for statement in _SCHEMA.split(";"):  # not executescript: it would commit
+            self.db.execute(statement)
         return _State(_fingerprint(self.keys))
 
     def _stale(self, body: str, seal: str) -> str | None:
@@ -285,13 +282,30 @@ class SqliteStore:
         for line, body in self.db.execute(sql, params):
             yield line, loads(body)
 
-    def verifications(self, start: str, end: str, member: str | None = None) -> Iterator[Row]:
+    def verifications(
+        self, start: str, end: str, member: str | None = None, *, flagged: bool = False
+    ) -> Iterator[Row]:
         who = "" if member is None else " AND v.member = ?"
+        who += " AND v.flagged" if flagged else ""
         sql = (
             "SELECT v.line, r.body FROM verifications v JOIN records r USING (line) "
             f"WHERE v.ts >= ? AND v.ts < ?{who} ORDER BY v.line"
         )
         return self._rows(sql, (start, end) if member is None else (start, end, member))
+
+    def counts(
+        self, start: str, end: str, member: str | None, day_keys: Sequence[str]
+    ) -> WindowCounts:
+        return window_counts(self.db, start, end, member, day_keys)
+
+    def rejections(
+        self, start: str, end: str, member: str | None, code: str | None, first: int = 0
+    ) -> Iterator[Row]:
+        line: int | None = first - 1
+        while line is not None:
+            line = next_rejection(self.db, start, end, member, code, line)
+            if line is not None:
+                yield from self._rows("SELECT line, body FROM records WHERE line = ?", (line,))
 
     def records(
         self, kinds: Collection[str] | None = None, *, newest_first: bool = False
@@ -373,7 +387,7 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, bool]:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA cache_size=-65536")  # 64 MiB: a build touches many pages
-        db.executescript(_SCHEMA)
+        _prepare(db)
         return db, False
     except (OSError, sqlite3.Error) as exc:
         log.info("store.in_memory", index=str(path), error=str(exc))
@@ -382,8 +396,12 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, bool]:
 
 def _memory() -> sqlite3.Connection:
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    db.executescript(_SCHEMA)
+    _prepare(db)
     return db
+
+
+def _prepare(db: sqlite3.Connection) -> None:
+    db.executescript(_SCHEMA)
 
 
 def _verifier(state: _State, keys: KeyRing | None) -> ChainVerifier:
@@ -421,7 +439,6 @@ class _Batch:
         self.anchor: list[Any] | None = None
         self.count = 0
         self.lines = state.lines  # the last complete line read
-        self.verifications = False  # the batch holds some
 
     def __len__(self) -> int:
         return self.count
@@ -470,24 +487,50 @@ class _Batch:
             self.state.other_kinds[kind] = self.state.other_kinds.get(kind, 0) + 1
 
     def _verification(self, lineno: int, ts: str | None, record: dict[str, Any]) -> None:
-        """Its row and its checks' rows are made by SQLite from the record (:data:`_FROM_BODY`)."""
-        if ts is not None and record.get("decision") not in _DECISIONS:
+        """Its row, with what the counts group by, and the rows of its failed checks."""
+        get = record.get
+        decision = get("decision")
+        if ts is not None and decision not in _DECISIONS:
             self.state.invalid += 1
-            self.example(lineno, record.get("id"), "no valid decision")
-        self.verifications = True
+            self.example(lineno, get("id"), "no valid decision")
+            ts = None
+        tool, member = get("tool_call"), _text(get("member"))
+        name = _text(tool.get("name")) if isinstance(tool, dict) else None
+        ran = self._checks(lineno, ts, member, decision, get("checks"))
+        # Read from the body by the stats, for only the records that have them.
+        flagged = "judge" in record or "shadow" in record or bool(get("uncertain"))
+        self.rows["verifications"].append(
+            (ts or NO_WINDOW, lineno, member, _text(decision), _text(get("type")), name,
+             isinstance(tool, dict), ran, flagged, *latency_columns(get("latency_ms")))
+        )  # fmt: skip
+
+    def _checks(
+        self, lineno: int, ts: str | None, member: str | None, decision: object, checks: object
+    ) -> bytes | None:
+        """The codes of the checks that ran (a JSON array; None: no checks list), each as the
+        stats name it, and a row per failed check of a verification in a window."""
+        if not isinstance(checks, list):
+            return None
+        codes, rows = [], self.rows["checks"]
+        for pos, check in enumerate(checks):
+            if not isinstance(check, dict):
+                continue
+            code = check.get("code")
+            code = code if isinstance(code, str) else str(code)
+            codes.append(code)
+            if ts is not None and check.get("passed") is False:
+                blocking = check.get("on_fail") not in NOT_REJECTING
+                rows.append((ts, lineno, pos, member, decision, code, blocking))
+        return bytes(orjson.dumps(codes))
 
     def flush(self, db: sqlite3.Connection) -> None:
         for table, rows in self.rows.items():
             if rows:
                 marks = ",".join("?" * len(rows[0]))
                 db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-        if self.verifications:
-            span = (self.rows["records"][0][0], self.rows["records"][-1][0])
-            for sql in _FROM_BODY:
-                db.execute(sql, span)
         for rows in self.rows.values():
             rows.clear()
-        self.count, self.verifications = 0, False
+        self.count = 0
 
     def finish(self, chain: ChainVerifier, path: Path) -> None:
         """Move the state on to where the chain and the lines read end."""
