@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from mcp_types import TextContent
 
 from lingyi.council import MemoryCouncil
 from lingyi.layer import ConstraintLayer
@@ -21,6 +22,7 @@ from lingyi.log.writer import _LINK
 from lingyi.models import Assertion, AssertionType, Evidence
 from lingyi.policy import PolicySet, load_policies
 from lingyi.text._lang import ZH_STOP_CHARS, bigrams
+from lingyi.verdict import Guarded, Verdict, refusal, success
 from tests.conftest import SHIPPED_POLICIES
 
 # What a model could send: placeholders of the same shape, but not this process's random
@@ -306,3 +308,28 @@ def test_a_full_session_forgets_its_oldest_one_by_one() -> None:
     assert not session.has("kb:14") and session.has("kb:15")
     assert ledger.stats()["entries_forgotten"]["max_entries"] == 15
     assert session.state == {"note": 1}
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        pytest.param(None, id="approved, nothing more"),
+        pytest.param({"route": "revise", "feedback": "加一个来源", "n": 2**70}, id="big integer"),
+    ],
+)
+def test_a_replys_text_is_its_structured_content(outputs: dict[str, object] | None) -> None:
+    """The reply is serialised once: a client that reads only the text reads the structured
+    content (nulls included), also when orjson cannot write it (an integer beyond 64 bits)."""
+    verdict = Verdict(
+        verification_id="v-1",
+        member="lingzhi",
+        decision="rejected",
+        codes=["boundary.medical"],
+        reason="医疗建议不在灵知的范围内",
+        outputs=outputs,
+    )
+    for reply in (success(verdict), refusal(Guarded(verdict=verdict))):
+        text = reply.result.content[0]
+        assert isinstance(text, TextContent)
+        assert json.loads(text.text) == reply.result.structured_content
+    assert refusal(verdict).result.is_error and not success(verdict).result.is_error

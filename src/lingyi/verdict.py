@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+import orjson
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
@@ -231,10 +232,19 @@ class Reply:
 
 
 def _reply(payload: Verdict | Guarded[Any], *, is_error: bool) -> Reply:
+    """Serialised once: the text is the structured content's own JSON, as the MCP spec asks of
+    a tool with an output schema (for clients that read only the text)."""
     verdict = payload if isinstance(payload, Verdict) else payload.verdict
-    text = [TextContent(type="text", text=payload.model_dump_json(exclude_none=True))]
     data = payload.model_dump(mode="json")
+    text = [TextContent(type="text", text=_json_text(data, payload))]
     return Reply(CallToolResult(content=text, structured_content=data, is_error=is_error), verdict)
+
+
+def _json_text(data: dict[str, Any], payload: BaseModel) -> str:
+    try:
+        return orjson.dumps(data).decode()
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, a lone surrogate
+        return payload.model_dump_json()
 
 
 def success(payload: Verdict | Guarded[Any]) -> Reply:
