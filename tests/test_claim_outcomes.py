@@ -36,6 +36,8 @@ RECORD = [
     ("m-3", "lingflow", "v0.17 的发布暂缓，等待安全评审。"),
     ("m-4", "lingresearch", "I ran descriptive statistics on reading_survey first."),
     ("m-5", "lingresearch", "先跑描述统计，再做回归。"),
+    ("m-6", "lingresearch", "回归基准跑完：p95 延迟 231ms，kappa 0.82。"),
+    ("m-7", "lingresearch", "Regression benchmark done: p95 latency 231 ms, kappa 0.82."),
 ]
 ACTIVITY = Evidence(
     id="an-9",
@@ -85,6 +87,15 @@ CLASS_2_PARAPHRASE = [  # relays worded otherwise, across languages, with one de
     ("lingyi", "communication", "LingFlow said the v0.16 audit found no issues.", "rejected"),
     ("lingyi", "communication", "LingFlow said v0.17 has shipped.", "rejected"),
     ("lingyi", "communication", "灵通说 v0.16 审计被取消了。", "rejected"),
+    # a number marked approximate agrees with a recorded value that rounds to it
+    ("lingyi", "communication", "灵研说 p95 延迟约 230ms。", "approved"),
+    ("lingyi", "communication", "LingResearch said p95 latency is about 230 ms.", "approved"),
+    ("lingyi", "communication", "灵研说 kappa 约为 0.8。", "approved"),
+    ("lingyi", "communication", "LingResearch said kappa was around 0.8.", "approved"),
+    ("lingyi", "communication", "灵研说 p95 延迟约 300ms。", "rejected"),
+    ("lingyi", "communication", "LingResearch said p95 latency is about 300 ms.", "rejected"),
+    ("lingyi", "communication", "灵研说 p95 延迟 230ms。", "rejected"),  # exact, and not 231
+    ("lingyi", "communication", "LingResearch said kappa was 0.8.", "rejected"),
 ]
 CLASS_6_RECORD = [  # another member's work restated from the council record, no tool evidence
     (

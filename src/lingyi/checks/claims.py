@@ -445,12 +445,21 @@ def _inside_word(text: str, hit: Hit) -> bool:
     return bool(_HAS_CJK.match(before) or _HAS_CJK.match(after))
 
 
+# "约 230ms", "about 0.8", "7% 左右": the number says it is approximate (its value compares
+# within its rounding, lingyi.text.Number.agrees); the word is no claim of its own.
+_APPROXIMATE = lazy_re(
+    r"(?:大约|大概|大致|将近|接近|差不多|约)(?=\s*(?:为|是|在|有|到|占)?\s*\d)"
+    r"|(?<=[\d%a-z])\s*(?:左右|上下)"
+    r"|\b(?:about|around|roughly|approximately|nearly|almost)(?=\s+\d)"
+)
+
+
 def _literals(text: str, hits: list[_Hit], paths: list[str]) -> list[tuple[int, str]]:
     """Words no vocabulary knows: Latin words, ids with digits, Chinese bigrams, paths."""
     chars = list(text)
     for hit in hits:
         chars[hit.start : hit.end] = " " * (hit.end - hit.start)
-    rest = "".join(chars)
+    rest = _APPROXIMATE.sub(lambda m: " " * len(m.group(0)), "".join(chars))
     found = [(m.start(), f"w:{w}") for m in _LATIN_WORD.finditer(rest) if _keep(w := m.group())]
     found += [
         (m.start(), f"w:{part}")
@@ -474,10 +483,15 @@ def _name_parts(word: str) -> list[str]:
     return [p for p in word.split("-")[1:] if _is_name(p)] if "-" in word else []
 
 
+_MEASURE = lazy_re(r"\d+(?:\.\d+)?(?:ms|s|sec|min|h|hr|kb|mb|gb|tb|k|x|rpm|qps)")
+
+
 def _is_name(word: str) -> bool:
     """A name with digits (dataset_v3_labels, b7, rev-c2), not a version or an id (entities)."""
     if not (any(c.isdigit() for c in word) and any(c.isalpha() for c in word)):
         return False
+    if _MEASURE.fullmatch(word):
+        return False  # 231ms, 2.3s: a quantity (its number compares), not a name
     found = entities(word)
     return not (found.versions or found.ids or found.dates)
 
@@ -746,7 +760,7 @@ def _entities_agree(claim: Clause, record: Statement, aligned: Clause | None) ->
     titles = claim.titles if record.cjk else frozenset()  # across scripts its words compare
     if unknown := {t for t in titles if not _title_known(t, record)}:
         return "title_differs", {"claim": _list(unknown), "record": _list(record.titles)}
-    numbers = [n for n in ents.numbers if not n.values & record.values]
+    numbers = [n for n in ents.numbers if not n.agrees(record.values)]
     if numbers:
         return "numbers_differ", {"numbers": ", ".join(n.text for n in numbers)}
     return None
@@ -842,8 +856,11 @@ def _bindings_agree(claim: Clause, record: Statement, aligned: Clause | None) ->
     said: dict[str, set[Decimal]] = {}
     for name, value in record.bindings:
         said.setdefault(name, set()).add(value)
+    approximate = [n for n in claim.entities.numbers if n.margin]
     for name, value in sorted(claim.bindings):
         if name in said and value not in said[name]:
+            if any(value in n.values and n.agrees(said[name]) for n in approximate):
+                continue  # "about 0.8" for a recorded 0.82
             values = ", ".join(str(v) for v in sorted(said[name]))
             return "label_differs", {
                 "claim": f"{_name(name)} {value}",
@@ -924,7 +941,7 @@ def _said(state: str, said: frozenset[str]) -> bool:
 def _implied_by_numbers(claim: Clause, record: Statement) -> frozenset[str]:
     """ "B ahead at 0.874 vs 0.851": a comparison that the record's own numbers show."""
     values = record.values
-    agree = [n for n in claim.entities.numbers if n.values & values]
+    agree = [n for n in claim.entities.numbers if n.agrees(values)]
     return (
         _COMPARATIVE
         if len(agree) >= 2 and len(agree) == len(claim.entities.numbers)
