@@ -38,6 +38,7 @@ RECORD = [
     ("m-5", "lingresearch", "先跑描述统计，再做回归。"),
     ("m-6", "lingresearch", "回归基准跑完：p95 延迟 231ms，kappa 0.82。"),
     ("m-7", "lingresearch", "Regression benchmark done: p95 latency 231 ms, kappa 0.82."),
+    ("m-8", "lingflow", "v0.21 不会在周四发布，推迟到下周一。"),
 ]
 ACTIVITY = Evidence(
     id="an-9",
@@ -96,6 +97,11 @@ CLASS_2_PARAPHRASE = [  # relays worded otherwise, across languages, with one de
     ("lingyi", "communication", "LingResearch said p95 latency is about 300 ms.", "rejected"),
     ("lingyi", "communication", "灵研说 p95 延迟 230ms。", "rejected"),  # exact, and not 231
     ("lingyi", "communication", "LingResearch said kappa was 0.8.", "rejected"),
+    # 不会 negates what follows (会 is the auxiliary, not a meeting)
+    ("lingyi", "communication", "灵通说 v0.21 周四发布。", "rejected"),
+    ("lingyi", "communication", "LingFlow said v0.21 ships on Thursday.", "rejected"),
+    ("lingyi", "communication", "灵通说 v0.21 不会在周四发布。", "approved"),
+    ("lingyi", "communication", "LingFlow said v0.21 moves to next Monday.", "approved"),
 ]
 CLASS_6_RECORD = [  # another member's work restated from the council record, no tool evidence
     (

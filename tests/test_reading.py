@@ -183,6 +183,11 @@ NAMES_AND_MENTIONS = [
     ("If LingFlow says v0.17 has shipped, we start the docs.", "approved"),
     ("如果灵通说v0.17已经发布了，我们就开始写文档", "approved"),
     ("LingFlow's message count dipped from 41 to 38 this week.", "approved"),
+    # a premise and what it says then follows assert no fact; a fact after a premise does
+    ("如果知识库里有风水的文章，我们就把它下架", "approved"),
+    ("If the knowledge base has an article on feng shui, we will take it down.", "approved"),
+    ("如果你问我，知识库里有风水的文章", "rejected"),
+    ("If you ask me, the knowledge base has an article on feng shui.", "rejected"),
     ("【推演】灵通下周会发布v0.17", "approved"),
     ("Inference: LingFlow will ship v0.17 next week.", "approved"),
     ("LingFlow says v0.17 has shipped", "rejected"),

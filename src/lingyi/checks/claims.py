@@ -321,12 +321,15 @@ def _prepare(text: str) -> str:
     text = _MERIDIEM.sub(r"\1m", text)  # 10 a.m. is 10am
     text = _NUMERAL_AFTER_NAME.sub(" ", text)  # v3一万二千四百: v3 and 12400, not v312400
     text = _WEEKDAY.sub(r"\1 ", text)  # 周一分享会: Monday's talk, not 周 + 1分
+    text = _AUXILIARY.sub(" ", text)  # 不会在周四发布: won't ship Thursday, no meeting
     text = _NOT_ONE.sub(r"没有\2", text)  # 一条新记录都没有: none, not one
     text = _SCALED.sub(lambda m: _scaled(m.group(1), m.group(2)), text)  # 9.8 万 = 98000
     text = arabic_numerals(_NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1)], text))
     return _TENTHS.sub(lambda m: f"{_TENTH_DIGITS.get(m.group(1), m.group(1))}0%", text)
 
 
+# 会 after 不, 将, 就…: the auxiliary (will), not a meeting (会议, 会上, 开会 are meetings).
+_AUXILIARY = lazy_re(r"(?<=[不将就才也还都])会(?![议上后前场期谈签面话员])")
 # 周一分享会 is Monday's talk; 这周一条 is one item this week (a measure word follows).
 _WEEKDAY = lazy_re(r"((?:周|星期|礼拜)[一二三四五六日天])(?![条个篇次份项件位名批张])")
 _NOT_ONE = lazy_re(r"一([条个篇次份项件位])([^,.;:!?，。；：！？]{0,8}?)(?:都|也)(?:没有|没)")
