@@ -39,6 +39,8 @@ RECORD = [
     ("m-6", "lingresearch", "回归基准跑完：p95 延迟 231ms，kappa 0.82。"),
     ("m-7", "lingresearch", "Regression benchmark done: p95 latency 231 ms, kappa 0.82."),
     ("m-8", "lingflow", "v0.21 不会在周四发布，推迟到下周一。"),
+    ("m-9", "lingzhi", "昨天：复核 3 篇。阻塞：无。"),
+    ("m-10", "lingzhi", "Yesterday: reviewed 3 entries. Blockers: none."),
 ]
 ACTIVITY = Evidence(
     id="an-9",
@@ -97,11 +99,23 @@ CLASS_2_PARAPHRASE = [  # relays worded otherwise, across languages, with one de
     ("lingyi", "communication", "LingResearch said p95 latency is about 300 ms.", "rejected"),
     ("lingyi", "communication", "灵研说 p95 延迟 230ms。", "rejected"),  # exact, and not 231
     ("lingyi", "communication", "LingResearch said kappa was 0.8.", "rejected"),
+    # a label whose value is none ("阻塞：无", "Blockers: none") says there is none of it
+    ("lingyi", "communication", "灵知说没有阻塞。", "approved"),
+    ("lingyi", "communication", "LingZhi said there are no blockers.", "approved"),
+    ("lingyi", "communication", "灵知说目前有阻塞。", "rejected"),
+    ("lingyi", "communication", "LingZhi said the GPU queue is a blocker.", "rejected"),
     # 不会 negates what follows (会 is the auxiliary, not a meeting)
     ("lingyi", "communication", "灵通说 v0.21 周四发布。", "rejected"),
     ("lingyi", "communication", "LingFlow said v0.21 ships on Thursday.", "rejected"),
     ("lingyi", "communication", "灵通说 v0.21 不会在周四发布。", "approved"),
     ("lingyi", "communication", "LingFlow said v0.21 moves to next Monday.", "approved"),
+]
+SHA = "7c3e9a1f2b4d6e8a0c1e3f5a7b9d1c3e5f7a9b1d"
+CLASS_ID = [  # a short SHA abbreviates the commit a tool recorded (as "commit:<sha>")
+    ("lingflow", "communication", "索引修复已提交，commit 7c3e9a1。", "approved"),
+    ("lingflow", "communication", "The index fix is committed as commit 7c3e9a1.", "approved"),
+    ("lingflow", "communication", "索引修复已提交，commit 7c3e9b2。", "rejected"),
+    ("lingflow", "communication", "The index fix is committed as commit 7c3e9b2.", "rejected"),
 ]
 CLASS_6_RECORD = [  # another member's work restated from the council record, no tool evidence
     (
@@ -197,6 +211,8 @@ def _ledger() -> Ledger:
     found = [Evidence(id="kb:ops-001", title="发布回滚手册", snippet="灰度发布期间持续观察错误率")]
     found += [Evidence(id="kb:ops-002", title="Release rollback runbook", snippet="watch it")]
     ledger.record("s", "lingzhi", "search_knowledge", {"query": "回滚 rollback"}, found)
+    commit = Evidence(id=f"commit:{SHA}", title="fix: skip index rebuild", snippet="1 file")
+    ledger.record("s", "lingflow", "git_commit", {"repo_path": "var/repos/kb"}, [commit])
     return ledger
 
 
@@ -220,6 +236,15 @@ def test_a_number_the_evidence_does_not_give_is_no_contradiction(
 ) -> None:
     """List numbering, "of the four", a derived difference pass; a count the evidence gives
     another value rejects."""
+    _decided(_verify(layer, who, kind, text, variant), decision)
+
+
+@pytest.mark.parametrize(("who", "kind", "text", "decision", "variant"), _rows(CLASS_ID))
+def test_a_short_sha_of_a_recorded_commit_is_recorded(
+    layer: ConstraintLayer, who: str, kind: str, text: str, decision: str, variant: str
+) -> None:
+    """A commit cited by its first digits is the commit a tool recorded, whatever prefix the
+    tool gave its id; digits no recorded commit begins with are fabricated."""
     _decided(_verify(layer, who, kind, text, variant), decision)
 
 

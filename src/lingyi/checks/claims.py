@@ -14,6 +14,7 @@ full-width punctuation as ASCII. The vocabularies are data (validators/lexicons)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -321,11 +322,24 @@ def _prepare(text: str) -> str:
     text = _MERIDIEM.sub(r"\1m", text)  # 10 a.m. is 10am
     text = _NUMERAL_AFTER_NAME.sub(" ", text)  # v3一万二千四百: v3 and 12400, not v312400
     text = _WEEKDAY.sub(r"\1 ", text)  # 周一分享会: Monday's talk, not 周 + 1分
+    text = _NONE_LISTED.sub(_none_first, text)  # 阻塞：无 is 无阻塞, "blockers: none" no blockers
     text = _AUXILIARY.sub(" ", text)  # 不会在周四发布: won't ship Thursday, no meeting
     text = _NOT_ONE.sub(r"没有\2", text)  # 一条新记录都没有: none, not one
     text = _SCALED.sub(lambda m: _scaled(m.group(1), m.group(2)), text)  # 9.8 万 = 98000
     text = arabic_numerals(_NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1)], text))
     return _TENTHS.sub(lambda m: f"{_TENTH_DIGITS.get(m.group(1), m.group(1))}0%", text)
+
+
+# A label whose value is none: "阻塞：无", "Blockers: none" say there is none of it.
+_NONE_LISTED = lazy_re(
+    r"(?<![\w])([\u4e00-\u9fff]{1,6}|[a-z][a-z\- ]{1,24}?)\s*:\s*(无|没有|none|nil|n/a)"
+    r"(?=\s*(?:[,.;!?。，；]|$))"
+)
+
+
+def _none_first(match: re.Match[str]) -> str:
+    label, none = match.group(1), match.group(2)
+    return f"无{label}" if none in ("无", "没有") else f"no {label}"
 
 
 # 会 after 不, 将, 就…: the auxiliary (will), not a meeting (会议, 会上, 开会 are meetings).
