@@ -41,6 +41,7 @@ RECORD = [
     ("m-8", "lingflow", "v0.21 不会在周四发布，推迟到下周一。"),
     ("m-9", "lingzhi", "昨天：复核 3 篇。阻塞：无。"),
     ("m-10", "lingzhi", "Yesterday: reviewed 3 entries. Blockers: none."),
+    ("m-11", "lingflow", "release/v0.22 的 CI 已通过。"),
 ]
 ACTIVITY = Evidence(
     id="an-9",
@@ -104,6 +105,11 @@ CLASS_2_PARAPHRASE = [  # relays worded otherwise, across languages, with one de
     ("lingyi", "communication", "LingZhi said there are no blockers.", "approved"),
     ("lingyi", "communication", "灵知说目前有阻塞。", "rejected"),
     ("lingyi", "communication", "LingZhi said the GPU queue is a blocker.", "rejected"),
+    # an outcome (passed) the record does not give is invented; one it gives is entailed
+    ("lingyi", "communication", "灵通说 v0.17 的安全评审已经通过了。", "rejected"),
+    ("lingyi", "communication", "LingFlow said the v0.17 security review passed.", "rejected"),
+    ("lingyi", "communication", "灵通说 release/v0.22 的 CI 通过了。", "approved"),
+    ("lingyi", "communication", "LingFlow said CI passed on release/v0.22.", "approved"),
     # 不会 negates what follows (会 is the auxiliary, not a meeting)
     ("lingyi", "communication", "灵通说 v0.21 周四发布。", "rejected"),
     ("lingyi", "communication", "LingFlow said v0.21 ships on Thursday.", "rejected"),

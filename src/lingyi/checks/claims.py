@@ -889,11 +889,12 @@ def _bindings_agree(claim: Clause, record: Statement, aligned: Clause | None) ->
 _COMPARATIVE = frozenset({"c:trend.up", "c:trend.down", "c:winner"})
 
 
-# States a record must give for a relay to claim them: an outcome or a turn of the work that
-# the record does not mention is invented. Done and not-done are the default reading of
+# States a record must give for a relay to claim them: an outcome (passed or failed) or a turn
+# of the work that the record does not mention is invented. Done and not-done are the default reading of
 # most texts and only have to not contradict.
 _REQUIRED_STATES = (
     "outcome.failed",
+    "outcome.passed",
     "progress.undone.cancelled",
     "progress.undone.open.not_started",
     "progress.undone.open.running",
