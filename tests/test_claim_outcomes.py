@@ -42,6 +42,8 @@ RECORD = [
     ("m-9", "lingzhi", "昨天：复核 3 篇。阻塞：无。"),
     ("m-10", "lingzhi", "Yesterday: reviewed 3 entries. Blockers: none."),
     ("m-11", "lingflow", "release/v0.22 的 CI 已通过。"),
+    ("m-12", "lingflow", "Pushed release/v0.23 to origin; tag v0.23 not created yet."),
+    ("m-13", "lingzhi", "术语表已更新，新增 12 条词条。"),
 ]
 ACTIVITY = Evidence(
     id="an-9",
@@ -100,6 +102,15 @@ CLASS_2_PARAPHRASE = [  # relays worded otherwise, across languages, with one de
     ("lingyi", "communication", "LingResearch said p95 latency is about 300 ms.", "rejected"),
     ("lingyi", "communication", "灵研说 p95 延迟 230ms。", "rejected"),  # exact, and not 231
     ("lingyi", "communication", "LingResearch said kappa was 0.8.", "rejected"),
+    (
+        "lingyi",
+        "communication",
+        "LingZhi says a dozen or so glossary terms were added.",
+        "approved",
+    ),
+    ("lingyi", "communication", "灵知说术语表新增了十二条左右。", "approved"),
+    ("lingyi", "communication", "LingZhi says about thirty glossary terms were added.", "rejected"),
+    ("lingyi", "communication", "灵知说术语表新增了三十条左右。", "rejected"),
     # a label whose value is none ("阻塞：无", "Blockers: none") says there is none of it
     ("lingyi", "communication", "灵知说没有阻塞。", "approved"),
     ("lingyi", "communication", "LingZhi said there are no blockers.", "approved"),
@@ -110,6 +121,11 @@ CLASS_2_PARAPHRASE = [  # relays worded otherwise, across languages, with one de
     ("lingyi", "communication", "LingFlow said the v0.17 security review passed.", "rejected"),
     ("lingyi", "communication", "灵通说 release/v0.22 的 CI 通过了。", "approved"),
     ("lingyi", "communication", "LingFlow said CI passed on release/v0.22.", "approved"),
+    # a negator that ends its clause ("tag v0.23 not created yet") denies what precedes it
+    ("lingyi", "communication", "灵通说已经打了 v0.23 的 tag。", "rejected"),
+    ("lingyi", "communication", "LingFlow said v0.23 was tagged.", "rejected"),
+    ("lingyi", "communication", "灵通说 release/v0.23 已推送到 origin。", "approved"),
+    ("lingyi", "communication", "LingFlow said the v0.23 tag is not created yet.", "approved"),
     # 不会 negates what follows (会 is the auxiliary, not a meeting)
     ("lingyi", "communication", "灵通说 v0.21 周四发布。", "rejected"),
     ("lingyi", "communication", "LingFlow said v0.21 ships on Thursday.", "rejected"),

@@ -200,6 +200,7 @@ _TENS = ("eighteen", "nineteen", "twenty")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_ONES + _TEENS + _TENS, start=1)} | {
     w: str(n) for n, w in ((30, "thirty"), (40, "forty"), (50, "fifty"), (60, "sixty"))
 }
+_NUMBER_WORDS["dozen"] = "12"  # "a dozen or so terms": about 12
 _NUMBER_WORD = lazy_re(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b")
 # Chinese measure words and particles count or join but say nothing; English filler words
 # are in the glossary's "light" group (data).
@@ -555,6 +556,10 @@ def _negations(
             negated.add(NOTHING)
             start = found.end
         target = next((u for pos, u in units if start <= pos <= start + 12), None)
+        trailing = cue.group == NEGATOR and (target is None or _participle(target))
+        if trailing and _negated_before(cue, status, units):
+            denied.add(_UNDONE_BEFORE)  # the work is not done; what it is stays the topic
+            continue
         if target is None:
             if cue.group == ZERO:
                 negated.add(NOTHING)
@@ -563,6 +568,23 @@ def _negations(
         else:
             negated.add(target)
     return frozenset(negated), frozenset(denied)
+
+
+_UNDONE_BEFORE = "s:undone"  # no unit: a denial of the work named before the negator
+
+
+def _participle(unit: str) -> bool:
+    """A word no vocabulary knows that ends like a participle: "not created", "not done"."""
+    return unit.startswith("w:") and unit.endswith(("ed", "done", "made", "built", "set"))
+
+
+def _negated_before(cue: _Hit, status: list[_Hit], units: list[tuple[int, str]]) -> bool:
+    """A negator that ends its clause, or only a participle after it, negates what stands
+    just before it: "tag v0.17 not created yet" says the tag is not done. Not when a state follows it
+    ("the build did not fail")."""
+    if any(h.start >= cue.end and h.group not in _CUES for h in status):
+        return False
+    return any(cue.start - 12 <= pos < cue.start for pos, _ in units)
 
 
 def _counted(text: str, units: list[tuple[int, str]]) -> frozenset[str]:
@@ -791,8 +813,10 @@ def _states_agree(claim: Clause, record: Statement, aligned: Clause | None) -> F
     """Each state the claim asserts must not contradict what the record says of that work:
     what the record's clauses that share something with the claim say; the whole record
     only when no clause shares anything (挪到下周一 is about the clause that moves the
-    meeting, not the one that cancels Friday's)."""
-    related = [c for c in record.clauses if _related(claim, c)]
+    meeting, not the one that cancels Friday's); a clause that shares only a version with it
+    when another shares what it is about ("pushed v0.23; tag v0.23 not created yet")."""
+    related = [c for c in record.clauses if claim.topic & c.topic]
+    related = related or [c for c in record.clauses if _related(claim, c)]  # a version only
     pool = [s for c in related for s in c.states] if related else list(record.states)
     for state in sorted(claim.states):
         tree = state.split(".")[0]
