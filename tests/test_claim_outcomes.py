@@ -71,6 +71,21 @@ CLASS_1_ABSENCE = [  # a number the evidence gives no value of its kind, or that
     ("lingresearch", "fact", "本周灵研发了 61 条消息，是四位成员中最少的。", "approved"),
     ("lingresearch", "fact", "1. council_activity 本周共 388 条消息。", "approved"),
     ("lingresearch", "fact", "lingyi 142 条，比 lingflow 多 45 条（142 − 97 = 45）。", "approved"),
+    # "about" covers both ends of a range
+    (
+        "lingresearch",
+        "fact",
+        "Messages per member ranged from about 60 to 140 this week.",
+        "approved",
+    ),
+    ("lingresearch", "fact", "本周每位成员的消息数约在 60 到 140 之间。", "approved"),
+    (
+        "lingresearch",
+        "fact",
+        "Messages per member ranged from about 60 to 190 this week.",
+        "rejected",
+    ),
+    ("lingresearch", "fact", "本周每位成员的消息数约在 60 到 190 之间。", "rejected"),
     ("lingresearch", "fact", "LingResearch posted 71 messages this week.", "rejected"),
     ("lingresearch", "fact", "本周 lingzhi 发了 98 条消息。", "rejected"),
 ]

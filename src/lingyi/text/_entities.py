@@ -117,6 +117,26 @@ def _number(match: re.Match[str]) -> Number | None:
     return Number(match.group(0), frozenset({value}))
 
 
+_RANGE_GAP = lazy_re(r"\s*(?:to|-|–|~|到|至)\s*")
+
+
+def _approximated(text: str) -> tuple[Number, ...]:
+    """The numbers of ``text``, each marked approximate as written; "about 0.80 to 0.91" is
+    a range that is approximate at both ends."""
+    out: list[Number] = []
+    last: re.Match[str] | None = None
+    for match in _NUMBER.finditer(text):
+        if (number := _number(match)) is None:
+            continue
+        number = _about(number, text, match)
+        ranged = last is not None and _RANGE_GAP.fullmatch(text, last.end(), match.start())
+        if ranged and out and out[-1].margin and not number.margin:
+            number = Number(number.text, number.values, _margin(match.group(1)))
+        out.append(number)
+        last = match
+    return tuple(out)
+
+
 def _about(number: Number, text: str, match: re.Match[str]) -> Number:
     before, after = text[max(0, match.start() - 16) : match.start()], text[match.end() :][:12]
     if _ABOUT_BEFORE.search(before) or _ABOUT_AFTER.match(after):
@@ -134,5 +154,5 @@ def entities(text: str) -> Entities:
     }
     ids = frozenset(_THING_ID.findall(text))
     dates, rest = _dates(_THING_ID.sub(" ", _VERSION.sub(" ", text)))
-    numbers = tuple(_about(n, rest, m) for m in _NUMBER.finditer(rest) if (n := _number(m)))
+    numbers = _approximated(rest)
     return Entities(numbers, dates, frozenset(versions), ids, titles)
