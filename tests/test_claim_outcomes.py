@@ -36,6 +36,14 @@ RECORD = [
     ("m-3", "lingflow", "v0.17 的发布暂缓，等待安全评审。"),
     ("m-4", "lingresearch", "I ran descriptive statistics on reading_survey first."),
     ("m-5", "lingresearch", "先跑描述统计，再做回归。"),
+    ("m-6", "lingresearch", "回归基准跑完：p95 延迟 231ms，kappa 0.82。"),
+    ("m-7", "lingresearch", "Regression benchmark done: p95 latency 231 ms, kappa 0.82."),
+    ("m-8", "lingflow", "v0.21 不会在周四发布，推迟到下周一。"),
+    ("m-9", "lingzhi", "昨天：复核 3 篇。阻塞：无。"),
+    ("m-10", "lingzhi", "Yesterday: reviewed 3 entries. Blockers: none."),
+    ("m-11", "lingflow", "release/v0.22 的 CI 已通过。"),
+    ("m-12", "lingflow", "Pushed release/v0.23 to origin; tag v0.23 not created yet."),
+    ("m-13", "lingzhi", "术语表已更新，新增 12 条词条。"),
 ]
 ACTIVITY = Evidence(
     id="an-9",
@@ -63,6 +71,21 @@ CLASS_1_ABSENCE = [  # a number the evidence gives no value of its kind, or that
     ("lingresearch", "fact", "本周灵研发了 61 条消息，是四位成员中最少的。", "approved"),
     ("lingresearch", "fact", "1. council_activity 本周共 388 条消息。", "approved"),
     ("lingresearch", "fact", "lingyi 142 条，比 lingflow 多 45 条（142 − 97 = 45）。", "approved"),
+    # "about" covers both ends of a range
+    (
+        "lingresearch",
+        "fact",
+        "Messages per member ranged from about 60 to 140 this week.",
+        "approved",
+    ),
+    ("lingresearch", "fact", "本周每位成员的消息数约在 60 到 140 之间。", "approved"),
+    (
+        "lingresearch",
+        "fact",
+        "Messages per member ranged from about 60 to 190 this week.",
+        "rejected",
+    ),
+    ("lingresearch", "fact", "本周每位成员的消息数约在 60 到 190 之间。", "rejected"),
     ("lingresearch", "fact", "LingResearch posted 71 messages this week.", "rejected"),
     ("lingresearch", "fact", "本周 lingzhi 发了 98 条消息。", "rejected"),
 ]
@@ -85,6 +108,51 @@ CLASS_2_PARAPHRASE = [  # relays worded otherwise, across languages, with one de
     ("lingyi", "communication", "LingFlow said the v0.16 audit found no issues.", "rejected"),
     ("lingyi", "communication", "LingFlow said v0.17 has shipped.", "rejected"),
     ("lingyi", "communication", "灵通说 v0.16 审计被取消了。", "rejected"),
+    # a number marked approximate agrees with a recorded value that rounds to it
+    ("lingyi", "communication", "灵研说 p95 延迟约 230ms。", "approved"),
+    ("lingyi", "communication", "LingResearch said p95 latency is about 230 ms.", "approved"),
+    ("lingyi", "communication", "灵研说 kappa 约为 0.8。", "approved"),
+    ("lingyi", "communication", "LingResearch said kappa was around 0.8.", "approved"),
+    ("lingyi", "communication", "灵研说 p95 延迟约 300ms。", "rejected"),
+    ("lingyi", "communication", "LingResearch said p95 latency is about 300 ms.", "rejected"),
+    ("lingyi", "communication", "灵研说 p95 延迟 230ms。", "rejected"),  # exact, and not 231
+    ("lingyi", "communication", "LingResearch said kappa was 0.8.", "rejected"),
+    (
+        "lingyi",
+        "communication",
+        "LingZhi says a dozen or so glossary terms were added.",
+        "approved",
+    ),
+    ("lingyi", "communication", "灵知说术语表新增了十二条左右。", "approved"),
+    ("lingyi", "communication", "LingZhi says about thirty glossary terms were added.", "rejected"),
+    ("lingyi", "communication", "灵知说术语表新增了三十条左右。", "rejected"),
+    # a label whose value is none ("阻塞：无", "Blockers: none") says there is none of it
+    ("lingyi", "communication", "灵知说没有阻塞。", "approved"),
+    ("lingyi", "communication", "LingZhi said there are no blockers.", "approved"),
+    ("lingyi", "communication", "灵知说目前有阻塞。", "rejected"),
+    ("lingyi", "communication", "LingZhi said the GPU queue is a blocker.", "rejected"),
+    # an outcome (passed) the record does not give is invented; one it gives is entailed
+    ("lingyi", "communication", "灵通说 v0.17 的安全评审已经通过了。", "rejected"),
+    ("lingyi", "communication", "LingFlow said the v0.17 security review passed.", "rejected"),
+    ("lingyi", "communication", "灵通说 release/v0.22 的 CI 通过了。", "approved"),
+    ("lingyi", "communication", "LingFlow said CI passed on release/v0.22.", "approved"),
+    # a negator that ends its clause ("tag v0.23 not created yet") denies what precedes it
+    ("lingyi", "communication", "灵通说已经打了 v0.23 的 tag。", "rejected"),
+    ("lingyi", "communication", "LingFlow said v0.23 was tagged.", "rejected"),
+    ("lingyi", "communication", "灵通说 release/v0.23 已推送到 origin。", "approved"),
+    ("lingyi", "communication", "LingFlow said the v0.23 tag is not created yet.", "approved"),
+    # 不会 negates what follows (会 is the auxiliary, not a meeting)
+    ("lingyi", "communication", "灵通说 v0.21 周四发布。", "rejected"),
+    ("lingyi", "communication", "LingFlow said v0.21 ships on Thursday.", "rejected"),
+    ("lingyi", "communication", "灵通说 v0.21 不会在周四发布。", "approved"),
+    ("lingyi", "communication", "LingFlow said v0.21 moves to next Monday.", "approved"),
+]
+SHA = "7c3e9a1f2b4d6e8a0c1e3f5a7b9d1c3e5f7a9b1d"
+CLASS_ID = [  # a short SHA abbreviates the commit a tool recorded (as "commit:<sha>")
+    ("lingflow", "communication", "索引修复已提交，commit 7c3e9a1。", "approved"),
+    ("lingflow", "communication", "The index fix is committed as commit 7c3e9a1.", "approved"),
+    ("lingflow", "communication", "索引修复已提交，commit 7c3e9b2。", "rejected"),
+    ("lingflow", "communication", "The index fix is committed as commit 7c3e9b2.", "rejected"),
 ]
 CLASS_6_RECORD = [  # another member's work restated from the council record, no tool evidence
     (
@@ -180,6 +248,8 @@ def _ledger() -> Ledger:
     found = [Evidence(id="kb:ops-001", title="发布回滚手册", snippet="灰度发布期间持续观察错误率")]
     found += [Evidence(id="kb:ops-002", title="Release rollback runbook", snippet="watch it")]
     ledger.record("s", "lingzhi", "search_knowledge", {"query": "回滚 rollback"}, found)
+    commit = Evidence(id=f"commit:{SHA}", title="fix: skip index rebuild", snippet="1 file")
+    ledger.record("s", "lingflow", "git_commit", {"repo_path": "var/repos/kb"}, [commit])
     return ledger
 
 
@@ -203,6 +273,15 @@ def test_a_number_the_evidence_does_not_give_is_no_contradiction(
 ) -> None:
     """List numbering, "of the four", a derived difference pass; a count the evidence gives
     another value rejects."""
+    _decided(_verify(layer, who, kind, text, variant), decision)
+
+
+@pytest.mark.parametrize(("who", "kind", "text", "decision", "variant"), _rows(CLASS_ID))
+def test_a_short_sha_of_a_recorded_commit_is_recorded(
+    layer: ConstraintLayer, who: str, kind: str, text: str, decision: str, variant: str
+) -> None:
+    """A commit cited by its first digits is the commit a tool recorded, whatever prefix the
+    tool gave its id; digits no recorded commit begins with are fabricated."""
     _decided(_verify(layer, who, kind, text, variant), decision)
 
 

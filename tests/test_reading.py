@@ -125,6 +125,31 @@ STRUCTURE = [
     ("Don't write `LingFlow said v0.17 shipped` in notes.", "approved"),
     ("A bad relay looks like this:\n\n    LingFlow said v0.17 shipped\n", "approved"),
     ("~~灵通说v0.17已发布~~ 这句是编的，已删除", "approved"),
+    # a quote signed by a member below it is that member's words
+    ("> v0.17 已经发布\n\n— 灵通", "rejected"),
+    ("> v0.17 has shipped\n\n— LingFlow", "rejected"),
+    ("> v0.17 暂缓发布\n\n— 灵通", "approved"),
+    ("> the v0.17 release is on hold\n\n— LingFlow", "approved"),
+    # a name quoted in the line before a fence does not make the fence that member's words;
+    # a name that introduces it does
+    ("不要写“灵通说v0.17已发布”；像这样：\n```\n灵通说v0.17已发布  ← 错误\n```", "approved"),
+    ("灵通在群里写了：\n```\nv0.17 已经发布\n```", "rejected"),
+    (
+        "Never write 'LingFlow said v0.17 shipped'; like this:\n```\nLingFlow said v0.17 shipped\n```",
+        "approved",
+    ),
+    ("LingFlow wrote:\n```\nv0.17 has shipped\n```", "rejected"),
+    # single quotes quote an example, unless introduced as the member's words
+    ("Don't paste 'LingFlow said v0.17 shipped' into the notes.", "approved"),
+    ("LingFlow said: 'v0.17 has shipped'", "rejected"),
+    # a fenced example of an unsupported fact is no fact of the speaker's
+    ("示例（错误写法，勿用）：\n```\n知识库中有关于风水的文章\n```", "approved"),
+    ("知识库中有关于风水的文章", "rejected"),
+    (
+        "Example (do not use):\n```\nThe knowledge base has an article on feng shui.\n```",
+        "approved",
+    ),
+    ("The knowledge base has an article on feng shui.", "rejected"),
     # a to-do list assigns work: no one's words
     ("本周待办：\n1. 灵通 — 重跑 v0.17 安全评审\n2. 灵研 — 整理评审记录", "approved"),
     ("| 成员 | 任务 |\n|---|---|\n| 灵通 | 重跑 v0.17 安全评审 |", "approved"),
@@ -158,6 +183,11 @@ NAMES_AND_MENTIONS = [
     ("If LingFlow says v0.17 has shipped, we start the docs.", "approved"),
     ("如果灵通说v0.17已经发布了，我们就开始写文档", "approved"),
     ("LingFlow's message count dipped from 41 to 38 this week.", "approved"),
+    # a premise and what it says then follows assert no fact; a fact after a premise does
+    ("如果知识库里有风水的文章，我们就把它下架", "approved"),
+    ("If the knowledge base has an article on feng shui, we will take it down.", "approved"),
+    ("如果你问我，知识库里有风水的文章", "rejected"),
+    ("If you ask me, the knowledge base has an article on feng shui.", "rejected"),
     ("【推演】灵通下周会发布v0.17", "approved"),
     ("Inference: LingFlow will ship v0.17 next week.", "approved"),
     ("LingFlow says v0.17 has shipped", "rejected"),

@@ -38,7 +38,15 @@ from lingyi.text._lang import bigrams, words
 
 _HEX_ID = re.compile(r"[0-9a-f]{24,40}")  # trace ids, commit SHAs
 _SHORT_HEX = re.compile(r"[0-9a-f]{7,39}")
-_SHA = re.compile(r"[0-9a-f]{40}")
+_SHA = re.compile(r"(?:[a-z]+:)?([0-9a-f]{40})")  # a SHA, or one a tool named (commit:…)
+
+
+def _sha_of(key: str) -> str | None:
+    """The commit SHA an evidence key holds ("4be9…", "commit:4be9…"), if it holds one."""
+    found = _SHA.fullmatch(key)
+    return found.group(1) if found else None
+
+
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # A search query says what was asked, not what was found: it is not part of the evidence.
 _ASKED = frozenset({"query", "q", "question", "prompt", "message", "content"})
@@ -159,8 +167,8 @@ class SessionLedger:
             item = Item(evidence, entry, evidence_key(evidence.id), self._seq)
             items.append(item)
             self.by_id[item.key] = item
-            if _SHA.fullmatch(item.key):  # a commit may be cited by a short SHA
-                self._hex_prefix.setdefault(item.key[:7], []).append(item.key)
+            if sha := _sha_of(item.key):  # a commit may be cited by a short SHA
+                self._hex_prefix.setdefault(sha[:7], []).append(item.key)
             for url in evidence_urls(evidence.url, evidence.title, evidence.snippet):
                 self.urls.add(url)
                 self._by_url.setdefault(url, []).append(item)
@@ -197,10 +205,10 @@ class SessionLedger:
     def _forget_item(self, item: Item, postings: dict[str, deque[Item]]) -> None:
         if self.by_id.get(item.key) is item:  # else a newer item holds the id
             del self.by_id[item.key]
-        if _SHA.fullmatch(item.key):
-            short = list(self._hex_prefix[item.key[:7]])
+        if sha := _sha_of(item.key):
+            short = list(self._hex_prefix[sha[:7]])
             short.remove(item.key)  # the first: the oldest
-            self._set_or_drop(self._hex_prefix, item.key[:7], short)
+            self._set_or_drop(self._hex_prefix, sha[:7], short)
         ev = item.evidence
         for url in evidence_urls(ev.url, ev.title, ev.snippet):
             held = self._by_url[url]  # oldest first: the item is the first
@@ -230,7 +238,8 @@ class SessionLedger:
         key = evidence_key(evidence_id)
         found = self.by_id.get(key)
         if found is None and _SHORT_HEX.fullmatch(key):
-            full = next((k for k in self._hex_prefix.get(key[:7], ()) if k.startswith(key)), None)
+            prefixed = self._hex_prefix.get(key[:7], ())
+            full = next((k for k in prefixed if (_sha_of(k) or "").startswith(key)), None)
             found = self.by_id.get(full) if full else None
         return found
 

@@ -27,7 +27,7 @@ from functools import cached_property, lru_cache
 
 from lingyi._regex import lazy_re
 from lingyi.checks._asserted import Clause
-from lingyi.text import Entities, Hit, TermMatcher, arabic_numerals, entities
+from lingyi.text import Entities, Hit, Number, TermMatcher, arabic_numerals, entities
 from lingyi.text._lang import EN_STOP, ZH_STOP_CHARS
 
 _EN_NUMBERS = {
@@ -304,6 +304,7 @@ class Features:
     comparisons: list[tuple[str, str | None, int]] = field(default_factory=list)
     totals: bool = False  # says "in total", 一共: a number may be a sum of the evidence's
     gaps: bool = False  # says "higher by", 比…多: a number may be a difference of them
+    approximate: dict[str, Number] = field(default_factory=dict)  # "约 230ms": rounds to it
 
 
 def _run_terms(text: str) -> set[str]:
@@ -394,6 +395,7 @@ def features(text: str, cased: str, vocab: Vocabulary, *, claim: bool = True) ->
         findings=finding_counts(pair.lower()),
     )
     found.values = {v for _, values in found.numbers for v in values}
+    found.approximate = {n.text: n for n in ents.numbers if n.margin}
     return _claimed(found, text, cased, digits, pair, hits, vocab) if claim else found
 
 
@@ -637,7 +639,9 @@ def _entities(claim: Features, ev: Evidence, verdict: Verdict) -> None:
     for text, number in claim.numbers:
         if number & {Decimal(c) for c in counts}:
             continue  # a count of documents: compared with what was found
-        if number & values:
+        if number & values or (
+            text in claim.approximate and claim.approximate[text].agrees(values)
+        ):
             verdict.anchored = True
             continue
         if derived is None:  # only a total or a difference the text speaks of is derived

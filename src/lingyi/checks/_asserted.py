@@ -180,6 +180,21 @@ class Assertions:
         rest = text[opener.end :]
         return opener.term.endswith("ing") or bool(_ING.match(rest))
 
+    def unconditional(self, found: list[Clause]) -> list[Clause]:
+        """The clauses of a sentence without its premises ("如果…", "if…") and what they
+        say then follows ("…我们就切到 v3", "…LingFlow will tag it"): neither is asserted."""
+        out: list[Clause] = []
+        premise = False
+        for clause in found:
+            text = clause.text.strip(_TRIM)
+            hits = self._hits(text)
+            if self.opens(text, hits, "conditions"):
+                premise = True
+            elif not (premise and hits.get("consequents")):
+                premise = False
+                out.append(clause)
+        return out
+
     def asserts(self, clause: Clause) -> bool:
         """Does the clause state something as fact? A member addressed at its start
         ("灵通，…", "LingFlow — …") is who it is said to, not part of what is said."""
@@ -216,5 +231,6 @@ def asserted(span: Span, assertions: Assertions, is_lead_in: Test, is_fact: Test
         if not is_fact(sentence) or (len(parts) > 1 and assertions.asks(parts[0])):
             continue
         kept = [p for i, p in enumerate(parts) if i == len(parts) - 1 or not is_lead_in(p)]
-        out += [c for p in kept for c in clauses(p, index) if assertions.asserts(c)]
+        found = [c for p in kept for c in clauses(p, index)]
+        out += [c for c in assertions.unconditional(found) if assertions.asserts(c)]
     return out

@@ -36,6 +36,9 @@ _DELIMITER_ROW = lazy_re(r"^[\s|:\-]+$")
 # A list item's owner and the mark after it: "1. 灵通 — 审计", "- LingFlow: rerun".
 _ASSIGNEE = lazy_re(r"^(\s*(?:[-*+]|\d{1,3}[.)])\s+[^\s:—-]{1,24}\s*)(:|—+|--|-)")
 _ENDS_WITH_COLON = lazy_re(r"[:：]\s*$")
+_SIGNATURE = lazy_re(r"^\s*(?:—+|--|-|~)\s*(\S.{0,23}?)\s*$")
+# A quotation inside a line: a name in it is quoted, not the one who introduces a block.
+_QUOTATION = lazy_re(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|(?<![a-z])'[^'\n]*'(?![a-z])")
 # A table whose header says the member column holds assigned work, not what was said.
 _WORK_HEADER = lazy_re(
     r"任务|负责|待办|分工|下一步|计划|排期|安排|todo|to-do|task|owner|assignee|action|next|plan"
@@ -110,9 +113,19 @@ class _Page:
             )
 
     def _introduced(self, first: int) -> bool:
-        """The line before names someone and ends with a colon: "灵通在群里写了："."""
+        """The line before names someone (outside a quotation) and ends with a colon:
+        "灵通在群里写了：" introduces 灵通's words; "不要写“灵研说…”；像这样：" introduces
+        examples, not 灵研's words."""
         before = next((line for line in reversed(self.lines[:first]) if line.strip()), "")
-        return bool(_ENDS_WITH_COLON.search(before) and self.names.search(before))
+        named = self.names.search(_QUOTATION.sub(" ", before))
+        return bool(_ENDS_WITH_COLON.search(before) and named)
+
+    def _signed(self, end: int) -> int | None:
+        """The line of a signature after a block ("— 灵通", "-- LingFlow"), if any."""
+        after = next((n for n in range(end, len(self.lines)) if self.lines[n].strip()), None)
+        if after is None or not (sign := _SIGNATURE.match(self.lines[after])):
+            return None
+        return after if self.names.fullmatch(sign.group(1).strip()) else None
 
     def _code(self, first: int, last: int, fenced: bool) -> None:
         inner = range(first + 1, last - 1) if fenced else range(first, last)
@@ -129,7 +142,9 @@ class _Page:
             self._sub(n, _QUOTE_MARK)
         if labelled(self.lines[first], self.names):
             return  # "> 灵通：…" quotes 灵通, whoever introduced the quote
-        if self._introduced(first):
+        if (signed := self._signed(end)) is not None:
+            self._join(first, signed + 1)  # "> …" then "— 灵通": 灵通's words, signed
+        elif self._introduced(first):
             self._join(first, end)
         else:
             for n in range(first, end):

@@ -14,6 +14,7 @@ full-width punctuation as ASCII. The vocabularies are data (validators/lexicons)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -199,6 +200,7 @@ _TENS = ("eighteen", "nineteen", "twenty")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_ONES + _TEENS + _TENS, start=1)} | {
     w: str(n) for n, w in ((30, "thirty"), (40, "forty"), (50, "fifty"), (60, "sixty"))
 }
+_NUMBER_WORDS["dozen"] = "12"  # "a dozen or so terms": about 12
 _NUMBER_WORD = lazy_re(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b")
 # Chinese measure words and particles count or join but say nothing; English filler words
 # are in the glossary's "light" group (data).
@@ -321,12 +323,28 @@ def _prepare(text: str) -> str:
     text = _MERIDIEM.sub(r"\1m", text)  # 10 a.m. is 10am
     text = _NUMERAL_AFTER_NAME.sub(" ", text)  # v3一万二千四百: v3 and 12400, not v312400
     text = _WEEKDAY.sub(r"\1 ", text)  # 周一分享会: Monday's talk, not 周 + 1分
+    text = _NONE_LISTED.sub(_none_first, text)  # 阻塞：无 is 无阻塞, "blockers: none" no blockers
+    text = _AUXILIARY.sub(" ", text)  # 不会在周四发布: won't ship Thursday, no meeting
     text = _NOT_ONE.sub(r"没有\2", text)  # 一条新记录都没有: none, not one
     text = _SCALED.sub(lambda m: _scaled(m.group(1), m.group(2)), text)  # 9.8 万 = 98000
     text = arabic_numerals(_NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1)], text))
     return _TENTHS.sub(lambda m: f"{_TENTH_DIGITS.get(m.group(1), m.group(1))}0%", text)
 
 
+# A label whose value is none: "阻塞：无", "Blockers: none" say there is none of it.
+_NONE_LISTED = lazy_re(
+    r"(?<![\w])([\u4e00-\u9fff]{1,6}|[a-z][a-z\- ]{1,24}?)\s*:\s*(无|没有|none|nil|n/a)"
+    r"(?=\s*(?:[,.;!?。，；]|$))"
+)
+
+
+def _none_first(match: re.Match[str]) -> str:
+    label, none = match.group(1), match.group(2)
+    return f"无{label}" if none in ("无", "没有") else f"no {label}"
+
+
+# 会 after 不, 将, 就…: the auxiliary (will), not a meeting (会议, 会上, 开会 are meetings).
+_AUXILIARY = lazy_re(r"(?<=[不将就才也还都])会(?![议上后前场期谈签面话员])")
 # 周一分享会 is Monday's talk; 这周一条 is one item this week (a measure word follows).
 _WEEKDAY = lazy_re(r"((?:周|星期|礼拜)[一二三四五六日天])(?![条个篇次份项件位名批张])")
 _NOT_ONE = lazy_re(r"一([条个篇次份项件位])([^,.;:!?，。；：！？]{0,8}?)(?:都|也)(?:没有|没)")
@@ -445,12 +463,21 @@ def _inside_word(text: str, hit: Hit) -> bool:
     return bool(_HAS_CJK.match(before) or _HAS_CJK.match(after))
 
 
+# "约 230ms", "about 0.8", "7% 左右": the number says it is approximate (its value compares
+# within its rounding, lingyi.text.Number.agrees); the word is no claim of its own.
+_APPROXIMATE = lazy_re(
+    r"(?:大约|大概|大致|将近|接近|差不多|约)(?=\s*(?:为|是|在|有|到|占)?\s*\d)"
+    r"|(?<=[\d%a-z])\s*(?:左右|上下)"
+    r"|\b(?:about|around|roughly|approximately|nearly|almost)(?=\s+\d)"
+)
+
+
 def _literals(text: str, hits: list[_Hit], paths: list[str]) -> list[tuple[int, str]]:
     """Words no vocabulary knows: Latin words, ids with digits, Chinese bigrams, paths."""
     chars = list(text)
     for hit in hits:
         chars[hit.start : hit.end] = " " * (hit.end - hit.start)
-    rest = "".join(chars)
+    rest = _APPROXIMATE.sub(lambda m: " " * len(m.group(0)), "".join(chars))
     found = [(m.start(), f"w:{w}") for m in _LATIN_WORD.finditer(rest) if _keep(w := m.group())]
     found += [
         (m.start(), f"w:{part}")
@@ -474,10 +501,15 @@ def _name_parts(word: str) -> list[str]:
     return [p for p in word.split("-")[1:] if _is_name(p)] if "-" in word else []
 
 
+_MEASURE = lazy_re(r"\d+(?:\.\d+)?(?:ms|s|sec|min|h|hr|kb|mb|gb|tb|k|x|rpm|qps)")
+
+
 def _is_name(word: str) -> bool:
     """A name with digits (dataset_v3_labels, b7, rev-c2), not a version or an id (entities)."""
     if not (any(c.isdigit() for c in word) and any(c.isalpha() for c in word)):
         return False
+    if _MEASURE.fullmatch(word):
+        return False  # 231ms, 2.3s: a quantity (its number compares), not a name
     found = entities(word)
     return not (found.versions or found.ids or found.dates)
 
@@ -524,6 +556,10 @@ def _negations(
             negated.add(NOTHING)
             start = found.end
         target = next((u for pos, u in units if start <= pos <= start + 12), None)
+        trailing = cue.group == NEGATOR and (target is None or _participle(target))
+        if trailing and _negated_before(cue, status, units):
+            denied.add(_UNDONE_BEFORE)  # the work is not done; what it is stays the topic
+            continue
         if target is None:
             if cue.group == ZERO:
                 negated.add(NOTHING)
@@ -532,6 +568,23 @@ def _negations(
         else:
             negated.add(target)
     return frozenset(negated), frozenset(denied)
+
+
+_UNDONE_BEFORE = "s:undone"  # no unit: a denial of the work named before the negator
+
+
+def _participle(unit: str) -> bool:
+    """A word no vocabulary knows that ends like a participle: "not created", "not done"."""
+    return unit.startswith("w:") and unit.endswith(("ed", "done", "made", "built", "set"))
+
+
+def _negated_before(cue: _Hit, status: list[_Hit], units: list[tuple[int, str]]) -> bool:
+    """A negator that ends its clause, or only a participle after it, negates what stands
+    just before it: "tag v0.17 not created yet" says the tag is not done. Not when a state follows it
+    ("the build did not fail")."""
+    if any(h.start >= cue.end and h.group not in _CUES for h in status):
+        return False
+    return any(cue.start - 12 <= pos < cue.start for pos, _ in units)
 
 
 def _counted(text: str, units: list[tuple[int, str]]) -> frozenset[str]:
@@ -746,7 +799,7 @@ def _entities_agree(claim: Clause, record: Statement, aligned: Clause | None) ->
     titles = claim.titles if record.cjk else frozenset()  # across scripts its words compare
     if unknown := {t for t in titles if not _title_known(t, record)}:
         return "title_differs", {"claim": _list(unknown), "record": _list(record.titles)}
-    numbers = [n for n in ents.numbers if not n.values & record.values]
+    numbers = [n for n in ents.numbers if not n.agrees(record.values)]
     if numbers:
         return "numbers_differ", {"numbers": ", ".join(n.text for n in numbers)}
     return None
@@ -760,8 +813,10 @@ def _states_agree(claim: Clause, record: Statement, aligned: Clause | None) -> F
     """Each state the claim asserts must not contradict what the record says of that work:
     what the record's clauses that share something with the claim say; the whole record
     only when no clause shares anything (挪到下周一 is about the clause that moves the
-    meeting, not the one that cancels Friday's)."""
-    related = [c for c in record.clauses if _related(claim, c)]
+    meeting, not the one that cancels Friday's); a clause that shares only a version with it
+    when another shares what it is about ("pushed v0.23; tag v0.23 not created yet")."""
+    related = [c for c in record.clauses if claim.topic & c.topic]
+    related = related or [c for c in record.clauses if _related(claim, c)]  # a version only
     pool = [s for c in related for s in c.states] if related else list(record.states)
     for state in sorted(claim.states):
         tree = state.split(".")[0]
@@ -842,8 +897,11 @@ def _bindings_agree(claim: Clause, record: Statement, aligned: Clause | None) ->
     said: dict[str, set[Decimal]] = {}
     for name, value in record.bindings:
         said.setdefault(name, set()).add(value)
+    approximate = [n for n in claim.entities.numbers if n.margin]
     for name, value in sorted(claim.bindings):
         if name in said and value not in said[name]:
+            if any(value in n.values and n.agrees(said[name]) for n in approximate):
+                continue  # "about 0.8" for a recorded 0.82
             values = ", ".join(str(v) for v in sorted(said[name]))
             return "label_differs", {
                 "claim": f"{_name(name)} {value}",
@@ -855,11 +913,12 @@ def _bindings_agree(claim: Clause, record: Statement, aligned: Clause | None) ->
 _COMPARATIVE = frozenset({"c:trend.up", "c:trend.down", "c:winner"})
 
 
-# States a record must give for a relay to claim them: an outcome or a turn of the work that
-# the record does not mention is invented. Done and not-done are the default reading of
+# States a record must give for a relay to claim them: an outcome (passed or failed) or a turn
+# of the work that the record does not mention is invented. Done and not-done are the default reading of
 # most texts and only have to not contradict.
 _REQUIRED_STATES = (
     "outcome.failed",
+    "outcome.passed",
     "progress.undone.cancelled",
     "progress.undone.open.not_started",
     "progress.undone.open.running",
@@ -924,7 +983,7 @@ def _said(state: str, said: frozenset[str]) -> bool:
 def _implied_by_numbers(claim: Clause, record: Statement) -> frozenset[str]:
     """ "B ahead at 0.874 vs 0.851": a comparison that the record's own numbers show."""
     values = record.values
-    agree = [n for n in claim.entities.numbers if n.values & values]
+    agree = [n for n in claim.entities.numbers if n.agrees(values)]
     return (
         _COMPARATIVE
         if len(agree) >= 2 and len(agree) == len(claim.entities.numbers)

@@ -63,6 +63,7 @@ from lingyi.checks.claims import compare as compare_clause
 from lingyi.checks.communication import CommunicationParams, members_named, query_terms, vocabulary
 from lingyi.checks.evidence import relays, urls_in
 from lingyi.checks.inference import prediction_signal
+from lingyi.checks.relays import quoted_spans
 from lingyi.ledger import Item, SessionLedger, number_key
 from lingyi.models import Evidence as EvidenceModel
 from lingyi.policy import LexiconRef
@@ -218,8 +219,10 @@ _HEXLIKE = lazy_re(
 
 
 def _masks(ctx: CheckContext, named: list[tuple[int, int, Item]]) -> list[tuple[int, int, str]]:
-    """What is not the speaker's own fact: relayed spans, URLs, recorded and hex ids."""
+    """What is not the speaker's own fact: relayed spans, quoted and fenced text (an example
+    of a bad sentence is not the speaker's claim), URLs, recorded and hex ids."""
     spans = [(start, end, "\n") for start, end in _relayed(ctx)]
+    spans += [(s, e, "\n") for s, e in quoted_spans(ctx.canon.text, ctx.policies)]
     spans += [(s, e, " ") for _, s, e in urls_in(ctx)]
     spans += [(m.start(), m.end(), " ") for m in _HEXLIKE.finditer(ctx.canon.text)]
     return spans + [(s, e, " ") for s, e, _ in named]

@@ -265,6 +265,7 @@ def _named(
 # Quotes that may hold a relay: “…”, "…", 「…」, 『…』 and code spans.
 _QUOTED = lazy_re(
     r"“[^”\n]{1,400}”|\"[^\"\n]{1,400}\"|「[^」\n]{1,400}」|『[^』\n]{1,400}』|`[^`\n]{1,400}`"
+    r"|(?<![a-z0-9])'[^'\n]{1,400}'(?![a-z0-9])"  # 'single quotes' (not an apostrophe: don't)
 )
 _PRONOUN_NAME = r"(?:他|她|ta|他们|她们|对方|\bhe|\bshe|\bthey)"
 
@@ -274,7 +275,7 @@ def _unquoted(text: str, one: re.Pattern[str], speech: re.Pattern[str]) -> str:
 
     "不要写“灵通说v0.17已发布”" quotes a sentence; "灵通说：“v0.17已发布”" and
     "“v0.17已发布”——灵通" relay one. Offsets are kept (blanks of the same length)."""
-    if not any(q in text for q in '“"「『`'):
+    if not any(q in text for q in "“\"「『`'"):
         return text
     parts, last = [], 0
     for quote in _QUOTED.finditer(text):

@@ -36,10 +36,41 @@ _TITLE = lazy_re(r"《([^》]{1,40})》|“([^”]{1,40})”|\"([^\"]{2,40})\"")
 _SCALE = {"k": Decimal(1000), "千": Decimal(1000), "万": Decimal(10000)}
 
 
+# A number said to be approximate: "约 230ms", "about 22%", "0.8 左右", "~40".
+_ABOUT_BEFORE = lazy_re(
+    r"(?:约|大约|大概|大致|将近|接近|差不多|近|~|≈|\babout|\baround|\broughly|"
+    r"\bapproximately|\bapprox\.?|\bnearly|\balmost|\bsome)\s*(?:为|是|在|有|到|占)?\s*$"
+)
+_ABOUT_AFTER = lazy_re(r"^\s*(?:%\s*)?(?:[a-z]{1,3}\s*)?(?:左右|上下|\bor\s+so\b)")
+
+
 @dataclass(frozen=True)
 class Number:
     text: str
     values: frozenset[Decimal]  # every value the written number may stand for
+    margin: Decimal = Decimal(0)  # approximate: half a step of its last written digit
+
+    def agrees(self, values: frozenset[Decimal] | set[Decimal]) -> bool:
+        """One of ``values`` is this number, or rounds to it when it is approximate
+        (约 230 is 231, about 22% is 21.7%; about 30% is not 21.7%)."""
+        if self.values & values:
+            return True
+        return bool(self.margin) and any(near(self, v) for v in values)
+
+
+def near(number: Number, value: Decimal) -> bool:
+    """``value`` is within ``number``'s margin, scaled to each value it stands for."""
+    top = max(number.values)
+    return any(abs(value - w) <= number.margin * w / top for w in number.values if top)
+
+
+def _margin(digits: str) -> Decimal:
+    """Half a step of the last written digit: 0.8 → 0.05, 22 → 0.5, 230 → 5."""
+    digits = digits.replace(",", "")
+    if "." in digits:
+        return Decimal(5) / Decimal(10) ** (len(digits.split(".")[1]) + 1)
+    zeros = len(digits) - len(digits.rstrip("0"))
+    return Decimal(5) * Decimal(10) ** (min(zeros, len(digits) - 1) - 1)
 
 
 @dataclass(frozen=True)
@@ -86,6 +117,33 @@ def _number(match: re.Match[str]) -> Number | None:
     return Number(match.group(0), frozenset({value}))
 
 
+_RANGE_GAP = lazy_re(r"\s*(?:to|-|–|~|到|至)\s*")
+
+
+def _approximated(text: str) -> tuple[Number, ...]:
+    """The numbers of ``text``, each marked approximate as written; "about 0.80 to 0.91" is
+    a range that is approximate at both ends."""
+    out: list[Number] = []
+    last: re.Match[str] | None = None
+    for match in _NUMBER.finditer(text):
+        if (number := _number(match)) is None:
+            continue
+        number = _about(number, text, match)
+        ranged = last is not None and _RANGE_GAP.fullmatch(text, last.end(), match.start())
+        if ranged and out and out[-1].margin and not number.margin:
+            number = Number(number.text, number.values, _margin(match.group(1)))
+        out.append(number)
+        last = match
+    return tuple(out)
+
+
+def _about(number: Number, text: str, match: re.Match[str]) -> Number:
+    before, after = text[max(0, match.start() - 16) : match.start()], text[match.end() :][:12]
+    if _ABOUT_BEFORE.search(before) or _ABOUT_AFTER.match(after):
+        return Number(number.text, number.values, _margin(match.group(1)))
+    return number
+
+
 @lru_cache(maxsize=8192)
 def entities(text: str) -> Entities:
     """The entities of a canonical text (Chinese numerals read as numbers)."""
@@ -96,5 +154,5 @@ def entities(text: str) -> Entities:
     }
     ids = frozenset(_THING_ID.findall(text))
     dates, rest = _dates(_THING_ID.sub(" ", _VERSION.sub(" ", text)))
-    numbers = tuple(n for m in _NUMBER.finditer(rest) if (n := _number(m)) is not None)
+    numbers = _approximated(rest)
     return Entities(numbers, dates, frozenset(versions), ids, titles)
