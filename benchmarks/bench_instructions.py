@@ -67,30 +67,20 @@ def fill(app: Any) -> None:
 
 def inner(calls: int) -> None:
     """Under callgrind: warm up, then one counted loop per stage, in the order of STAGES."""
-    from lingyi.config import load_config
-    from lingyi.demo import make_repo, write_config
-    from lingyi.server.app import GuardApp
-
     sys.path.insert(0, str(Path(__file__).parent))
-    from profile_hot_path import stages
+    from profile_hot_path import deployed_app, stages
 
-    with tempfile.TemporaryDirectory(prefix="lingyi-instructions-") as tmp:
-        root = Path(tmp)
-        make_repo(root)
-        app = GuardApp(load_config(str(write_config(root, root / "log.jsonl"))))
-        try:
-            steps = stages(app)
-            steps["guarded"], steps["bare"] = steps["run_tool"], steps["search"]
-            fill(app)
-            for i in range(50):  # warm-up: caches, the KB index
-                for name in STAGES:
-                    steps[name](i)
-            gc.collect()
-            gc.freeze()  # a full collection of the filled heap would land in one stage's count
+    with deployed_app("lingyi-instructions-") as app:
+        steps = stages(app)
+        steps["guarded"], steps["bare"] = steps["run_tool"], steps["search"]
+        fill(app)
+        for i in range(50):  # warm-up: caches, the KB index
             for name in STAGES:
-                counted(steps[name], calls)
-        finally:
-            app.close()
+                steps[name](i)
+        gc.collect()
+        gc.freeze()  # a full collection of the filled heap would land in one stage's count
+        for name in STAGES:
+            counted(steps[name], calls)
 
 
 def outer(calls: int) -> dict[str, float]:

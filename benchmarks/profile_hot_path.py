@@ -22,13 +22,14 @@ Thread CPU time, median, mean and p99 in µs. ``--profile`` prints the top of a 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import pstats
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,24 +116,31 @@ def profile(step: Callable[[int], Any], calls: int) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def deployed_app(prefix: str) -> Iterator[GuardApp]:
+    """A GuardApp over the demo's deployment in a temporary folder (a real git repo, KB, log)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp)
+        make_repo(root)
+        app = GuardApp(load_config(str(write_config(root, root / "log.jsonl"))))
+        try:
+            yield app
+        finally:
+            app.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--profile", action="store_true", help="cProfile run_tool")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="lingyi-profile-") as tmp:
-        root = Path(tmp)
-        make_repo(root)
-        app = GuardApp(load_config(str(write_config(root, root / "log.jsonl"))))
-        try:
-            steps = stages(app)
-            timed(steps, 100)  # warm-up: caches, the KB index
-            if args.profile:
-                profile(steps["run_tool"], args.calls)
-            else:
-                sys.stdout.write(report(timed(steps, args.calls)) + "\n")
-        finally:
-            app.close()
+    with deployed_app("lingyi-profile-") as app:
+        steps = stages(app)
+        timed(steps, 100)  # warm-up: caches, the KB index
+        if args.profile:
+            profile(steps["run_tool"], args.calls)
+        else:
+            sys.stdout.write(report(timed(steps, args.calls)) + "\n")
 
 
 if __name__ == "__main__":
